@@ -1,0 +1,1 @@
+"""Alert rules, one module per concern; each exposes ``groups(cfg)``."""

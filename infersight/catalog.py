@@ -1,0 +1,416 @@
+"""The metric catalog: the one place metric names live.
+
+Every PromQL expression the bundle ships is assembled from entries here (see ``promql``),
+and the build rejects an expression that names anything else. Each entry records its
+type, labels, where it comes from, the versions that have it, and renamed aliases so
+recording rules can read ``new or old`` across vLLM and DCGM upgrades.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class MetricType(StrEnum):
+    COUNTER = "counter"
+    GAUGE = "gauge"
+    HISTOGRAM = "histogram"
+
+
+class Source(StrEnum):
+    VLLM = "vllm"  # engine metrics, labelled model_name and engine
+    VLLM_API = "vllm-api-server"  # prometheus-fastapi-instrumentator series of the OpenAI server
+    DCGM = "dcgm-exporter"
+    INFERSIGHT_GPU = "infersight-gpu-exporter"
+    INFERSIGHT_MOE = "infersight-moe-exporter"
+    INFERSIGHT_EXPORTER = "infersight-exporter-health"
+    PROMETHEUS = "prometheus"
+
+
+class UnknownMetricError(KeyError):
+    """An expression asked for a metric the catalog does not hold."""
+
+
+@dataclass(frozen=True)
+class Alias:
+    """Another name the same quantity had (or will have) in some versions."""
+
+    name: str
+    versions: str
+    note: str
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str  # as scraped; counters include _total, histograms are the base name
+    type: MetricType
+    source: Source
+    labels: tuple[str, ...]
+    help: str
+    versions: str  # versions of the source that expose this name
+    unit: str = ""  # Grafana unit id for panels reading it
+    aliases: tuple[Alias, ...] = ()
+    buckets: tuple[float, ...] = ()  # default histogram boundaries, when known
+
+    @property
+    def all_names(self) -> tuple[str, ...]:
+        """The current name first, then aliases: the order ``or`` joins them."""
+        return (self.name, *(a.name for a in self.aliases))
+
+    def series_names(self) -> Iterator[str]:
+        """Every series name this entry can produce on a scrape."""
+        for base in self.all_names:
+            if self.type is MetricType.HISTOGRAM:
+                yield from (f"{base}_bucket", f"{base}_sum", f"{base}_count")
+            else:
+                yield base
+
+
+# Default bucket boundaries of vLLM's latency histograms (vllm/v1/metrics/loggers.py).
+TTFT_BUCKETS = (
+    0.001,
+    0.005,
+    0.01,
+    0.02,
+    0.04,
+    0.06,
+    0.08,
+    0.1,
+    0.25,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+    160.0,
+    640.0,
+    2560.0,
+)
+ITL_BUCKETS = (
+    0.01,
+    0.025,
+    0.05,
+    0.075,
+    0.1,
+    0.15,
+    0.2,
+    0.3,
+    0.4,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+)
+REQUEST_PHASE_BUCKETS = (
+    0.3,
+    0.5,
+    0.8,
+    1.0,
+    1.5,
+    2.0,
+    2.5,
+    5.0,
+    10.0,
+    15.0,
+    20.0,
+    30.0,
+    40.0,
+    50.0,
+    60.0,
+    120.0,
+    240.0,
+    480.0,
+    960.0,
+    1920.0,
+    7680.0,
+)
+
+_ENGINE = ("model_name", "engine")
+_V1 = ">=0.10"
+
+
+def _vllm(
+    name: str,
+    mtype: MetricType,
+    help_: str,
+    *,
+    labels: tuple[str, ...] = (),
+    unit: str = "",
+    versions: str = _V1,
+    aliases: tuple[Alias, ...] = (),
+    buckets: tuple[float, ...] = (),
+) -> Metric:
+    return Metric(name, mtype, Source.VLLM, _ENGINE + labels, help_, versions, unit, aliases, buckets)
+
+
+# dcgm-exporter labels. Released versions spell the host label "Hostname"; unreleased main
+# renames it "hostname" (config.gpu_join maps either onto vLLM's instance).
+_DCGM_LABELS = (
+    "gpu",
+    "UUID",
+    "pci_bus_id",
+    "device",
+    "modelName",
+    "Hostname",
+    "pod",
+    "namespace",
+    "container",
+)
+
+
+def _dcgm(name: str, mtype: MetricType, help_: str, unit: str, *, renamed: str = "") -> Metric:
+    aliases = (Alias(renamed, "DCGM >=4.6", "DCGM 4.6 field rename"),) if renamed else ()
+    return Metric(name, mtype, Source.DCGM, _DCGM_LABELS, help_, "dcgm-exporter 3.x, 4.x", unit, aliases)
+
+
+def _own(name: str, mtype: MetricType, source: Source, labels: tuple[str, ...], help_: str, unit: str) -> Metric:
+    return Metric(name, mtype, source, labels, help_, "infersight >=0.1", unit)
+
+
+_C, _G, _H = MetricType.COUNTER, MetricType.GAUGE, MetricType.HISTOGRAM
+
+_METRICS: tuple[Metric, ...] = (
+    # --- vLLM engine: scheduler and cache state -------------------------------------------
+    _vllm("vllm:num_requests_running", _G, "Requests in the model execution batch.", unit="short"),
+    _vllm("vllm:num_requests_waiting", _G, "Requests waiting to be scheduled.", unit="short"),
+    _vllm(
+        "vllm:num_requests_waiting_by_reason",
+        _G,
+        "Waiting requests by reason (capacity, deferred).",
+        labels=("reason",),
+        unit="short",
+        versions=">=0.20",
+    ),
+    _vllm(
+        "vllm:kv_cache_usage_perc",
+        _G,
+        "KV-cache usage as a fraction of blocks (0-1).",
+        unit="percentunit",
+        aliases=(Alias("vllm:gpu_cache_usage_perc", "<=0.10", "hidden after 0.10"),),
+    ),
+    _vllm(
+        "vllm:prefix_cache_queries_total",
+        _C,
+        "Tokens queried against the prefix cache.",
+        unit="short",
+        aliases=(Alias("vllm:gpu_prefix_cache_queries_total", "<=0.10", "hidden after 0.10"),),
+    ),
+    _vllm(
+        "vllm:prefix_cache_hits_total",
+        _C,
+        "Tokens found in the prefix cache.",
+        unit="short",
+        aliases=(Alias("vllm:gpu_prefix_cache_hits_total", "<=0.10", "hidden after 0.10"),),
+    ),
+    _vllm("vllm:num_preemptions_total", _C, "Cumulative preemptions by the scheduler.", unit="short"),
+    _vllm("vllm:prompt_tokens_total", _C, "Prefill tokens processed.", unit="short"),
+    _vllm("vllm:generation_tokens_total", _C, "Generation tokens produced.", unit="short"),
+    _vllm(
+        "vllm:request_success_total",
+        _C,
+        "Finished requests by finished_reason.",
+        labels=("finished_reason",),
+        unit="short",
+    ),
+    Metric(
+        "vllm:admission_rejections_total",
+        _C,
+        Source.VLLM,
+        ("model_name", "reason"),
+        "Requests rejected at admission (queue limits).",
+        ">=0.30",
+        "short",
+    ),
+    _vllm("vllm:engine_sleep_state", _G, "Engine sleep state (one-hot).", labels=("sleep_state",), unit="short"),
+    _vllm(
+        "vllm:cache_config_info",
+        _G,
+        "KV-cache configuration as labels.",
+        labels=("block_size", "num_gpu_blocks", "enable_prefix_caching"),
+        unit="short",
+    ),
+    # --- vLLM engine: histograms ------------------------------------------------------------
+    _vllm("vllm:time_to_first_token_seconds", _H, "Time to first token.", unit="s", buckets=TTFT_BUCKETS),
+    _vllm(
+        "vllm:inter_token_latency_seconds",
+        _H,
+        "Inter-token latency.",
+        unit="s",
+        buckets=ITL_BUCKETS,
+        aliases=(Alias("vllm:time_per_output_token_seconds", "<=0.12", "renamed; gone by 0.13"),),
+    ),
+    _vllm(
+        "vllm:request_time_per_output_token_seconds",
+        _H,
+        "Per-request time per output token (TPOT).",
+        unit="s",
+        buckets=ITL_BUCKETS,
+    ),
+    _vllm(
+        "vllm:e2e_request_latency_seconds",
+        _H,
+        "End-to-end request latency.",
+        unit="s",
+        buckets=REQUEST_PHASE_BUCKETS,
+    ),
+    _vllm(
+        "vllm:request_queue_time_seconds",
+        _H,
+        "Time spent waiting in the queue.",
+        unit="s",
+        buckets=REQUEST_PHASE_BUCKETS,
+    ),
+    _vllm(
+        "vllm:request_inference_time_seconds",
+        _H,
+        "Time spent running (prefill+decode).",
+        unit="s",
+        buckets=REQUEST_PHASE_BUCKETS,
+    ),
+    _vllm(
+        "vllm:request_prefill_time_seconds",
+        _H,
+        "Time spent in prefill.",
+        unit="s",
+        buckets=REQUEST_PHASE_BUCKETS,
+    ),
+    _vllm(
+        "vllm:request_decode_time_seconds",
+        _H,
+        "Time spent in decode.",
+        unit="s",
+        buckets=REQUEST_PHASE_BUCKETS,
+    ),
+    _vllm("vllm:iteration_tokens_total", _H, "Tokens per engine step (batch fill).", unit="short"),
+    _vllm("vllm:request_prompt_tokens", _H, "Prompt length per request.", unit="short"),
+    _vllm("vllm:request_generation_tokens", _H, "Generated tokens per request.", unit="short"),
+    _vllm("vllm:request_num_preemptions", _H, "Preemptions per finished request.", unit="short"),
+    # --- vLLM API server (no model_name) ------------------------------------------------------
+    Metric(
+        "http_requests_total",
+        _C,
+        Source.VLLM_API,
+        ("handler", "method", "status"),
+        "HTTP requests by handler and grouped status (2xx, 4xx, 5xx).",
+        ">=0.4",
+        "reqps",
+    ),
+    # --- dcgm-exporter default fields (also served by `infersight exporter gpu`) ---------------
+    _dcgm("DCGM_FI_DEV_FB_USED", _G, "Framebuffer memory used, MiB.", "decmbytes"),
+    _dcgm("DCGM_FI_DEV_FB_FREE", _G, "Framebuffer memory free, MiB.", "decmbytes"),
+    _dcgm("DCGM_FI_DEV_FB_RESERVED", _G, "Framebuffer memory reserved by the driver, MiB.", "decmbytes"),
+    _dcgm(
+        "DCGM_FI_DEV_GPU_UTIL",
+        _G,
+        "GPU utilization, percent.",
+        "percent",
+        renamed="DCGM_FI_DEV_GPU_UTIL_RATIO",
+    ),
+    _dcgm("DCGM_FI_DEV_MEM_COPY_UTIL", _G, "Memory copy utilization, percent.", "percent"),
+    _dcgm("DCGM_FI_DEV_POWER_USAGE", _G, "Power draw, watts.", "watt"),
+    _dcgm("DCGM_FI_DEV_GPU_TEMP", _G, "GPU temperature, degrees Celsius.", "celsius"),
+    _dcgm("DCGM_FI_DEV_SM_CLOCK", _G, "SM clock, MHz.", "rotmhz"),
+    _dcgm("DCGM_FI_DEV_XID_ERRORS", _G, "Value of the last XID error seen.", "short"),
+    _dcgm("DCGM_FI_PROF_GR_ENGINE_ACTIVE", _G, "Graphics engine active ratio (0-1).", "percentunit"),
+    _dcgm("DCGM_FI_PROF_DRAM_ACTIVE", _G, "Device memory interface active ratio (0-1).", "percentunit"),
+    _dcgm("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", _G, "Tensor pipe active ratio (0-1).", "percentunit"),
+    # --- infersight GPU exporter: what dcgm-exporter lacks --------------------------------------
+    _own(
+        "infersight_gpu_process_memory_bytes",
+        _G,
+        Source.INFERSIGHT_GPU,
+        ("gpu", "UUID", "pid", "process", "model_name", "pod", "Hostname"),
+        "GPU memory used by one process (top processes only; cardinality capped).",
+        "bytes",
+    ),
+    # --- infersight MoE exporter (vLLM plugin) --------------------------------------------------
+    _own(
+        "infersight_moe_expert_tokens_total",
+        _C,
+        Source.INFERSIGHT_MOE,
+        ("model_name", "layer", "expert", "rank"),
+        "Tokens routed to one expert of one MoE layer.",
+        "short",
+    ),
+    # --- health of infersight's own exporters -----------------------------------------------------
+    _own(
+        "infersight_exporter_up",
+        _G,
+        Source.INFERSIGHT_EXPORTER,
+        ("exporter",),
+        "1 when the exporter's last collection succeeded.",
+        "short",
+    ),
+    _own(
+        "infersight_exporter_info",
+        _G,
+        Source.INFERSIGHT_EXPORTER,
+        ("exporter", "backend", "version"),
+        'Exporter build and backend; backend="fake" marks the scripted no-GPU backend.',
+        "short",
+    ),
+    _own(
+        "infersight_exporter_collection_duration_seconds",
+        _G,
+        Source.INFERSIGHT_EXPORTER,
+        ("exporter",),
+        "Duration of the last background collection.",
+        "s",
+    ),
+    _own(
+        "infersight_exporter_errors_total",
+        _C,
+        Source.INFERSIGHT_EXPORTER,
+        ("exporter", "kind"),
+        "Collection errors by kind (e.g. nvml_not_found, gpu_lost, permission_denied).",
+        "short",
+    ),
+    _own(
+        "infersight_exporter_last_success_timestamp_seconds",
+        _G,
+        Source.INFERSIGHT_EXPORTER,
+        ("exporter",),
+        "Unix time of the last successful collection.",
+        "dateTimeAsIso",
+    ),
+    # --- Prometheus itself --------------------------------------------------------------------
+    Metric("up", _G, Source.PROMETHEUS, ("job", "instance"), "Scrape target health.", "all", "short"),
+)
+
+CATALOG: dict[str, Metric] = {m.name: m for m in _METRICS}
+
+
+def register(metrics: Iterable[Metric]) -> None:
+    """Add a pack's metrics. Packs call this at import time; duplicates are a bug."""
+    for m in metrics:
+        if m.name in CATALOG and CATALOG[m.name] != m:
+            raise ValueError(f"catalog already holds a different entry named {m.name}")
+        CATALOG[m.name] = m
+
+
+def get(name: str) -> Metric:
+    try:
+        return CATALOG[name]
+    except KeyError:
+        raise UnknownMetricError(f"{name!r} is not in the metric catalog (infersight/catalog.py)") from None
+
+
+def known_series_names() -> frozenset[str]:
+    """Every raw series name any catalogued metric (or alias) can produce."""
+    return frozenset(n for m in CATALOG.values() for n in m.series_names())
+
+
+__all__ = ["CATALOG", "Alias", "Metric", "MetricType", "Source", "UnknownMetricError", "get"]

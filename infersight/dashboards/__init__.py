@@ -1,0 +1,2 @@
+"""Grafana dashboards built with grafana-foundation-sdk; one module per concern, each
+exposing ``dashboards(cfg) -> dict[file name, dashboard JSON]``."""

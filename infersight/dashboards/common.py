@@ -1,0 +1,209 @@
+"""Shared pieces of every infersight dashboard, on top of grafana-foundation-sdk.
+
+Conventions live here so each dashboard module only says what it shows: one
+``datasource`` variable, chained label variables, panels that always carry a title,
+description and unit, stable UIDs and panel ids, and JSON with sorted keys.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from grafana_foundation_sdk.builders import common as common_builders
+from grafana_foundation_sdk.builders.dashboard import (
+    Dashboard,
+    DatasourceVariable,
+    QueryVariable,
+    Row,
+    ThresholdsConfig,
+)
+from grafana_foundation_sdk.builders.prometheus import Dataquery
+from grafana_foundation_sdk.builders.stat import Panel as StatPanel
+from grafana_foundation_sdk.builders.timeseries import Panel as TimeseriesPanel
+from grafana_foundation_sdk.cog.builder import Builder
+from grafana_foundation_sdk.cog.encoder import JSONEncoder
+from grafana_foundation_sdk.models import dashboard as dm
+from grafana_foundation_sdk.models.common import (
+    BigValueGraphMode,
+    DataSourceRef,
+    LegendDisplayMode,
+    LegendPlacement,
+    StackingMode,
+)
+
+from infersight import promql as q
+from infersight.config import Config
+
+DATASOURCE = DataSourceRef(type_val="prometheus", uid="${datasource}")
+_REF_IDS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+@dataclass(frozen=True)
+class Query:
+    expr: str
+    legend: str = ""
+    instant: bool = False
+
+
+def filters(*labels: str) -> list[str]:
+    """Matchers that apply the dashboard's chained variables, e.g. job=~"$job"."""
+    return [f'{label}=~"${label}"' for label in labels]
+
+
+def _targets(queries: Sequence[Query]) -> list[Builder[Any]]:
+    out: list[Builder[Any]] = []
+    for ref, query in zip(_REF_IDS, queries, strict=False):
+        t = Dataquery().expr(query.expr).ref_id(ref).datasource(DATASOURCE)
+        if query.legend:
+            t = t.legend_format(query.legend)
+        if query.instant:
+            t = t.instant()
+        out.append(t)
+    if len(queries) > len(_REF_IDS):
+        raise ValueError("a panel may hold at most 26 queries")
+    return out
+
+
+def _thresholds(steps: Sequence[tuple[float | None, str]]) -> ThresholdsConfig:
+    return ThresholdsConfig().mode(dm.ThresholdsMode.ABSOLUTE).steps([dm.Threshold(value=v, color=c) for v, c in steps])
+
+
+def timeseries(
+    title: str,
+    description: str,
+    unit: str,
+    queries: Sequence[Query],
+    *,
+    width: int = 12,
+    height: int = 8,
+    min_val: float | None = 0,
+    max_val: float | None = None,
+    stacked: bool = False,
+) -> TimeseriesPanel:
+    panel = (
+        TimeseriesPanel()
+        .title(title)
+        .description(description)
+        .unit(unit)
+        .datasource(DATASOURCE)
+        .targets(_targets(queries))
+        .span(width)
+        .height(height)
+        .fill_opacity(10)
+        .legend(
+            common_builders.VizLegendOptions()
+            .show_legend(True)
+            .display_mode(LegendDisplayMode.TABLE)
+            .placement(LegendPlacement.BOTTOM)
+            .calcs(["lastNotNull", "max"])
+        )
+    )
+    if min_val is not None:
+        panel = panel.min(min_val)
+    if max_val is not None:
+        panel = panel.max(max_val)
+    if stacked:
+        panel = panel.stacking(common_builders.StackingConfig().mode(StackingMode.NORMAL))
+    return panel
+
+
+def stat(
+    title: str,
+    description: str,
+    unit: str,
+    queries: Sequence[Query],
+    *,
+    width: int = 6,
+    height: int = 4,
+    thresholds: Sequence[tuple[float | None, str]] = ((None, "green"),),
+    decimals: int | None = None,
+) -> StatPanel:
+    panel = (
+        StatPanel()
+        .title(title)
+        .description(description)
+        .unit(unit)
+        .datasource(DATASOURCE)
+        .targets(_targets(queries))
+        .span(width)
+        .height(height)
+        .graph_mode(BigValueGraphMode.AREA)
+        .reduce_options(common_builders.ReduceDataOptions().calcs(["lastNotNull"]).values(False))
+        .thresholds(_thresholds(thresholds))
+    )
+    if decimals is not None:
+        panel = panel.decimals(decimals)
+    return panel
+
+
+def chained_variables(values_from: str, labels: Sequence[str]) -> list[QueryVariable]:
+    """Each variable's values are filtered by the variables before it (job -> model_name -> ...)."""
+    variables = []
+    for i, label in enumerate(labels):
+        selector = q.recorded(values_from, filters(*labels[:i]))
+        query = f"label_values({selector}, {label})"
+        variables.append(
+            QueryVariable(label)
+            .label(label)
+            .datasource(DATASOURCE)
+            .query({"query": query, "refId": f"{label}-values", "qryType": 1})
+            .definition(query)
+            .refresh(dm.VariableRefresh.ON_TIME_RANGE_CHANGED)
+            .sort(dm.VariableSort.ALPHABETICAL_ASC)
+            .include_all(True)
+            .all_value(".*")
+            .multi(True)
+            .current(dm.VariableOption(selected=True, text=["All"], value=["$__all"]))
+        )
+    return variables
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    panels: Sequence[Builder[Any]]
+
+
+def render(
+    cfg: Config,
+    *,
+    name: str,
+    title: str,
+    description: str,
+    variables_from: str,
+    variable_labels: Sequence[str],
+    sections: Sequence[Section],
+) -> dict[str, Any]:
+    """Assemble, number and serialise a dashboard. Same input, same dict."""
+    dc = cfg.dashboards
+    board = (
+        Dashboard(title)
+        .uid(dc.uid(name))
+        .description(description)
+        .tags(sorted(dc.tags))
+        .refresh(dc.refresh)
+        .time(dc.time_from, "now")
+        .timezone("browser")
+        .editable()
+        .tooltip(dm.DashboardCursorSync.CROSSHAIR)
+        .with_variable(
+            DatasourceVariable("datasource")
+            .label("Data source")
+            .type("prometheus")
+            .current(dm.VariableOption(selected=True, text=dc.datasource_uid, value=dc.datasource_uid))
+        )
+    )
+    for var in chained_variables(variables_from, variable_labels):
+        board = board.with_variable(var)
+    for section in sections:
+        board = board.with_row(Row(section.title))
+        for panel in section.panels:
+            board = board.with_panel(panel)
+    data: dict[str, Any] = json.loads(JSONEncoder(sort_keys=True).encode(board.build()))
+    for i, panel in enumerate(data.get("panels", []), start=1):
+        panel["id"] = i  # stable ids: Grafana links and alerts refer to panels by id
+    data["version"] = 1
+    return data

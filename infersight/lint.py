@@ -1,0 +1,166 @@
+"""Checks the build runs on its own output before writing anything.
+
+- every expression parses as PromQL and names only catalogued metrics or this bundle's
+  recording rules;
+- dashboards follow grafana's dashboard-linter rules (as mirrored here): one
+  datasource variable, ``rate``/``increase`` over ``$__rate_interval``, counters only
+  read through rate/increase, and every panel has a title, description and unit.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import promql_parser
+
+from infersight import catalog
+
+# Grafana's built-in interval variables, and a stand-in of the same kind for parsing.
+_RANGE_VARS = {"$__rate_interval": "5m", "$__interval": "1m", "$__range": "1h", "${__rate_interval}": "5m"}
+_VAR = re.compile(r"\$\{(\w+)(?::\w+)?\}|\$(\w+)|\[\[(\w+)\]\]")
+_RANGE_FN = re.compile(r"\b(rate|increase|irate)\s*\(")
+
+
+class LintError(ValueError):
+    """The bundle breaks a rule; ``problems`` lists every finding."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("bundle check failed:\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+def substitute(expr: str, values: Mapping[str, str] | None = None, default: str = ".*") -> str:
+    """Replace Grafana variables so the expression is plain PromQL."""
+    for var, stand_in in _RANGE_VARS.items():
+        expr = expr.replace(var, stand_in)
+    values = values or {}
+
+    def repl(m: re.Match[str]) -> str:
+        name = m.group(1) or m.group(2) or m.group(3)
+        return values.get(name, default)
+
+    return _VAR.sub(repl, expr)
+
+
+def selectors(expr: str) -> list[Any]:
+    """Every VectorSelector in a PromQL expression. Raises ValueError when it does not parse."""
+    found: list[Any] = []
+
+    def visit(node: Any) -> bool:
+        if isinstance(node, promql_parser.VectorSelector):
+            found.append(node)
+        return True
+
+    promql_parser.walk(promql_parser.parse(expr), visit)
+    return found
+
+
+def metric_names(expr: str) -> set[str | None]:
+    return {s.name for s in selectors(expr)}
+
+
+def _counter_names() -> frozenset[str]:
+    return frozenset(n for m in catalog.CATALOG.values() if m.type is catalog.MetricType.COUNTER for n in m.all_names)
+
+
+def _counters_outside_range_fns(expr: str) -> set[str]:
+    """Counter selectors not directly inside a matrix for rate/increase/irate/*_over_time."""
+    counters = _counter_names()
+    bare: set[str] = set()
+    ast = promql_parser.parse(expr)
+
+    def visit(node: Any) -> bool:
+        if isinstance(node, promql_parser.MatrixSelector):
+            return False  # a range selector only appears as the argument of a range function
+        if isinstance(node, promql_parser.VectorSelector) and node.name in counters:
+            bare.add(node.name)
+        return True
+
+    def walk(node: Any) -> None:
+        if not visit(node):
+            return
+        for child in _children(node):
+            walk(child)
+
+    walk(ast)
+    return bare
+
+
+def _children(node: Any) -> Iterator[Any]:
+    for attr in ("expr", "lhs", "rhs", "param", "vector_selector"):
+        child = getattr(node, attr, None)
+        if child is not None and not isinstance(child, str | int | float):
+            yield child
+    yield from getattr(node, "args", None) or []
+
+
+def check_expression(where: str, expr: str, recorded: frozenset[str], problems: list[str]) -> None:
+    known = catalog.known_series_names() | recorded
+    try:
+        names = metric_names(expr)
+    except ValueError as exc:
+        problems.append(f"{where}: does not parse as PromQL ({exc}): {expr}")
+        return
+    for name in sorted(names, key=str):
+        if name is None:
+            problems.append(f"{where}: selector without a metric name: {expr}")
+        elif name not in known:
+            problems.append(f"{where}: names {name!r}, which is neither in the catalog nor recorded by the bundle")
+
+
+def dashboard_queries(board: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """(where, expr) for every panel target and variable query of a dashboard."""
+    for panel in board.get("panels", []):
+        for target in panel.get("targets", []) or []:
+            if "expr" in target:
+                yield f"panel {panel.get('title')!r} target {target.get('refId')}", target["expr"]
+    for var in board.get("templating", {}).get("list", []):
+        if var.get("type") == "query":
+            query = var["query"]["query"] if isinstance(var["query"], dict) else var["query"]
+            m = re.fullmatch(r"label_values\((.*),\s*\w+\)", query.strip(), re.S)
+            yield f"variable {var['name']!r}", m.group(1) if m else query
+
+
+def lint_dashboard(file: str, board: Mapping[str, Any], recorded: frozenset[str]) -> list[str]:
+    problems: list[str] = []
+    ds_vars = [v for v in board.get("templating", {}).get("list", []) if v.get("type") == "datasource"]
+    if len(ds_vars) != 1 or ds_vars[0].get("query") != "prometheus":
+        problems.append(f"{file}: needs exactly one datasource variable of type prometheus")
+    if not board.get("uid"):
+        problems.append(f"{file}: has no uid")
+    for panel in board.get("panels", []):
+        if panel.get("type") == "row":
+            continue
+        title = panel.get("title") or "(untitled)"
+        if not panel.get("title"):
+            problems.append(f"{file}: a panel has no title")
+        if not panel.get("description"):
+            problems.append(f"{file}: panel {title!r} has no description")
+        if not panel.get("fieldConfig", {}).get("defaults", {}).get("unit"):
+            problems.append(f"{file}: panel {title!r} has no unit")
+        if panel.get("datasource", {}).get("uid") != "${datasource}":
+            problems.append(f"{file}: panel {title!r} does not use the $datasource variable")
+    for where, expr in dashboard_queries(board):
+        for m in _RANGE_FN.finditer(expr):
+            window = re.match(r"[^\[]*\[([^\]]+)\]", expr[m.end() :])
+            if window and window.group(1) != "$__rate_interval":
+                problems.append(f"{file}: {where}: {m.group(1)}() must use [$__rate_interval], not [{window.group(1)}]")
+        plain = substitute(expr)
+        check_expression(f"{file}: {where}", plain, recorded, problems)
+        try:
+            for counter in sorted(_counters_outside_range_fns(plain)):
+                problems.append(f"{file}: {where}: counter {counter} must be read through rate() or increase()")
+        except ValueError:
+            pass  # already reported as a parse failure
+    return problems
+
+
+def lint_rules(file: str, data: Mapping[str, Any], recorded: frozenset[str]) -> list[str]:
+    problems: list[str] = []
+    for group in data.get("groups", []):
+        for rule in group.get("rules", []):
+            name = rule.get("record") or rule.get("alert")
+            check_expression(f"{file}: {group['name']}: {name}", rule["expr"], recorded, problems)
+    return problems

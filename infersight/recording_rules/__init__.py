@@ -1,0 +1,1 @@
+"""Recording rules, one module per concern; each exposes ``groups(cfg)``."""

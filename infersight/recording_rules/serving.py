@@ -1,0 +1,276 @@
+"""Golden-signal and SLO recording rules for vLLM serving.
+
+Levels: ``instance`` aggregates by (job, instance, model_name); ``model`` by (job,
+model_name); ``engine`` keeps vLLM's data-parallel rank. Names carry the nominal window
+(``rate5m``) even in a time-scaled profile, so dashboards and alerts are identical text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from infersight import promql as q
+from infersight.config import Config
+from infersight.durations import Duration
+from infersight.rules import RecordingRule, RuleGroup, record_name
+
+INSTANCE = ("job", "instance", "model_name")
+MODEL = ("job", "model_name")
+ENGINE = ("job", "instance", "model_name", "engine")
+QUANTILES = (0.5, 0.95, 0.99)
+
+# Histograms whose quantiles the overview shows; (catalog name, short name used in titles).
+LATENCY_HISTOGRAMS = (
+    ("vllm:time_to_first_token_seconds", "TTFT"),
+    ("vllm:inter_token_latency_seconds", "ITL"),
+    ("vllm:e2e_request_latency_seconds", "End-to-end"),
+)
+
+
+def op_rate(cfg: Config) -> str:
+    return f"rate{cfg.intervals.rate}"
+
+
+def requests_by_reason(cfg: Config) -> str:
+    return record_name("instance", "vllm:request_success", op_rate(cfg))
+
+
+def requests(cfg: Config, level: str = "instance") -> str:
+    return record_name(level, "vllm:requests", op_rate(cfg))
+
+
+def error_ratio(cfg: Config, level: str = "instance") -> str:
+    return record_name(level, "vllm:request_errors", "ratio_" + op_rate(cfg))
+
+
+def http_5xx_ratio(cfg: Config) -> str:
+    return record_name("instance", "vllm:http_5xx", "ratio_" + op_rate(cfg))
+
+
+def tokens(cfg: Config, kind: str) -> str:
+    return record_name("instance", f"vllm:{kind}_tokens", op_rate(cfg))
+
+
+def bucket_rate(cfg: Config, metric: str, level: str) -> str:
+    return record_name(level, metric + "_bucket", op_rate(cfg))
+
+
+def quantile(cfg: Config, metric: str, level: str, qv: float) -> str:
+    return record_name(level, metric, f"p{round(qv * 100)}_{op_rate(cfg)}")
+
+
+def gauge_sum(metric: str) -> str:
+    return record_name("instance", metric, "sum")
+
+
+KV_USAGE_ENGINE = record_name("engine", "vllm:kv_cache_usage", "ratio")
+
+
+def preemptions(cfg: Config) -> str:
+    return record_name("instance", "vllm:num_preemptions", op_rate(cfg))
+
+
+# --- SLO series ------------------------------------------------------------------------------
+SLO_OBJECTIVE = record_name("model", "vllm_slo_objective", "ratio")
+
+
+def slo_errors(window: Duration) -> str:
+    return record_name("model", "vllm_slo_errors", f"ratio_rate{window}")
+
+
+@dataclass(frozen=True)
+class Cohort:
+    """Models sharing one objective and threshold: the default, or one override."""
+
+    matcher: str | None  # on model_name; None = every model
+    objective: float
+    threshold: float | None  # seconds, for latency SLOs
+
+
+@dataclass(frozen=True)
+class SLOSpec:
+    name: str  # availability, ttft, itl
+    title: str
+    metric: str  # catalog metric the SLI reads
+    cohorts: tuple[Cohort, ...]
+
+
+def bad_reasons(cfg: Config) -> str:
+    return q.label_matcher("finished_reason", "=~", q.alternation(cfg.slo.availability.bad_finished_reasons))
+
+
+def slo_specs(cfg: Config) -> list[SLOSpec]:
+    """The enabled SLOs, each split into cohorts by per-model overrides."""
+    overrides = cfg.slo.overrides
+    default_matcher = q.label_matcher("model_name", "!~", q.alternation(overrides)) if overrides else None
+    specs: list[SLOSpec] = []
+    table = (
+        (
+            "availability",
+            "Availability",
+            "vllm:request_success_total",
+            cfg.slo.availability.enabled,
+            cfg.slo.availability.objective,
+            None,
+            "availability_objective",
+            None,
+        ),
+        (
+            "ttft",
+            "TTFT",
+            "vllm:time_to_first_token_seconds",
+            cfg.slo.ttft.enabled,
+            cfg.slo.ttft.objective,
+            cfg.slo.ttft.threshold_seconds,
+            "ttft_objective",
+            "ttft_threshold_seconds",
+        ),
+        (
+            "itl",
+            "ITL",
+            "vllm:inter_token_latency_seconds",
+            cfg.slo.itl.enabled,
+            cfg.slo.itl.objective,
+            cfg.slo.itl.threshold_seconds,
+            "itl_objective",
+            "itl_threshold_seconds",
+        ),
+    )
+    for name, title, metric, enabled, objective, threshold, obj_key, thr_key in table:
+        if not enabled:
+            continue
+        cohorts = [Cohort(default_matcher, objective, threshold)]
+        for model, o in sorted(overrides.items()):
+            cohorts.append(
+                Cohort(
+                    q.label_matcher("model_name", "=", model),
+                    getattr(o, obj_key) or objective,
+                    (getattr(o, thr_key) or threshold) if thr_key else None,
+                )
+            )
+        specs.append(SLOSpec(name, title, metric, tuple(cohorts)))
+    return specs
+
+
+def slo_windows(cfg: Config) -> list[Duration]:
+    """Every window a burn-rate alert or the dashboard reads, shortest first."""
+    return sorted({w for bw in cfg.slo.burn_windows for w in (bw.long, bw.short)})
+
+
+def _sli_error_ratio(cfg: Config, spec: SLOSpec, cohort: Cohort, window: Duration) -> str:
+    sel = [*cfg.selectors.vllm, *([cohort.matcher] if cohort.matcher else [])]
+    w = cfg.d(window)
+    if spec.name == "availability":
+        bad = [*sel, bad_reasons(cfg)]
+        return q.ratio(q.sum_by(MODEL, q.rate(spec.metric, w, bad)), q.sum_by(MODEL, q.rate(spec.metric, w, sel)))
+    assert cohort.threshold is not None
+    total = q.sum_by(MODEL, q.rate(spec.metric, w, sel, "_count"))
+    good = q.sum_by(
+        MODEL,
+        q.rate(spec.metric, w, [*sel, q.label_matcher("le", "=~", q.le_value(cohort.threshold))], "_bucket"),
+    )
+    return q.ratio(f"{total}\n-\n{good}", total)
+
+
+def _slo_rules(cfg: Config) -> list[RecordingRule]:
+    rules: list[RecordingRule] = []
+    for spec in slo_specs(cfg):
+        for cohort in spec.cohorts:
+            sel = [*cfg.selectors.vllm, *([cohort.matcher] if cohort.matcher else [])]
+            # One series per model that exists, holding its objective: alerts and panels divide by it.
+            presence = q.agg("group", MODEL, q.series("vllm:num_requests_running", sel))
+            rules.append(RecordingRule(SLO_OBJECTIVE, f"{cohort.objective} * {presence}", {"slo": spec.name}))
+            for window in slo_windows(cfg):
+                rules.append(
+                    RecordingRule(slo_errors(window), _sli_error_ratio(cfg, spec, cohort, window), {"slo": spec.name})
+                )
+        # The period is too long to rate() cheaply; average the shortest window instead (as Sloth does).
+        shortest = slo_errors(slo_windows(cfg)[0])
+        rules.append(
+            RecordingRule(
+                slo_errors(cfg.slo.period),
+                q.over_time(
+                    "avg", q.recorded(shortest, [q.label_matcher("slo", "=", spec.name)]), cfg.d(cfg.slo.period)
+                ),
+                {"slo": spec.name},
+            )
+        )
+    return rules
+
+
+def _golden_rules(cfg: Config) -> list[RecordingRule]:
+    sel = cfg.selectors.vllm
+    w = cfg.d(cfg.intervals.rate)
+    bad = bad_reasons(cfg)
+    rules = [
+        RecordingRule(
+            requests_by_reason(cfg),
+            q.sum_by((*INSTANCE, "finished_reason"), q.rate("vllm:request_success_total", w, sel)),
+        ),
+        RecordingRule(requests(cfg), q.sum_by(INSTANCE, q.recorded(requests_by_reason(cfg)))),
+        RecordingRule(requests(cfg, "model"), q.sum_by(MODEL, q.recorded(requests(cfg)))),
+        RecordingRule(
+            error_ratio(cfg),
+            q.ratio(q.sum_by(INSTANCE, q.recorded(requests_by_reason(cfg), [bad])), q.recorded(requests(cfg))),
+        ),
+        RecordingRule(
+            error_ratio(cfg, "model"),
+            q.ratio(
+                q.sum_by(MODEL, q.recorded(requests_by_reason(cfg), [bad])),
+                q.recorded(requests(cfg, "model")),
+            ),
+        ),
+        # The API server's status is grouped (2xx/4xx/5xx) and has no model_name. "or 0 *" keeps a
+        # zero series while no 5xx has happened, so the panel shows 0 rather than "No data".
+        RecordingRule(
+            http_5xx_ratio(cfg),
+            q.ratio(
+                q.sum_by(("job", "instance"), q.rate("http_requests_total", w, [*sel, 'status="5xx"']))
+                + "\nor\n0 * "
+                + q.sum_by(("job", "instance"), q.rate("http_requests_total", w, sel)),
+                q.sum_by(("job", "instance"), q.rate("http_requests_total", w, sel)),
+            ),
+        ),
+        RecordingRule(tokens(cfg, "prompt"), q.sum_by(INSTANCE, q.rate("vllm:prompt_tokens_total", w, sel))),
+        RecordingRule(tokens(cfg, "generation"), q.sum_by(INSTANCE, q.rate("vllm:generation_tokens_total", w, sel))),
+        RecordingRule(preemptions(cfg), q.sum_by(INSTANCE, q.rate("vllm:num_preemptions_total", w, sel))),
+        RecordingRule(
+            gauge_sum("vllm:num_requests_running"),
+            q.sum_by(INSTANCE, q.series("vllm:num_requests_running", sel)),
+        ),
+        RecordingRule(
+            gauge_sum("vllm:num_requests_waiting"),
+            q.sum_by(INSTANCE, q.series("vllm:num_requests_waiting", sel)),
+        ),
+        RecordingRule(KV_USAGE_ENGINE, q.agg("max", ENGINE, q.series("vllm:kv_cache_usage_perc", sel))),
+    ]
+    for metric, _ in LATENCY_HISTOGRAMS:
+        rules.append(
+            RecordingRule(
+                bucket_rate(cfg, metric, "instance"), q.sum_by((*INSTANCE, "le"), q.rate(metric, w, sel, "_bucket"))
+            )
+        )
+        rules.append(
+            RecordingRule(
+                bucket_rate(cfg, metric, "model"),
+                q.sum_by((*MODEL, "le"), q.recorded(bucket_rate(cfg, metric, "instance"))),
+            )
+        )
+        for level in ("instance", "model"):
+            for qv in QUANTILES:
+                by = INSTANCE if level == "instance" else MODEL
+                rules.append(
+                    RecordingRule(
+                        quantile(cfg, metric, level, qv),
+                        q.quantile_from_buckets(qv, by, q.recorded(bucket_rate(cfg, metric, level))),
+                    )
+                )
+    return rules
+
+
+def groups(cfg: Config) -> list[RuleGroup]:
+    interval = cfg.d(cfg.intervals.evaluation)
+    return [
+        RuleGroup("infersight-serving.rules", interval, tuple(_golden_rules(cfg))),
+        RuleGroup("infersight-serving-slo.rules", interval, tuple(_slo_rules(cfg))),
+    ]
