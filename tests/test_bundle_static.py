@@ -20,13 +20,13 @@ from infersight import bundle, catalog
 from infersight.config import Config
 from infersight.lint import lint_dashboard, lint_rules, metric_names, substitute
 from infersight.rules import COMPONENTS
-from tests.grafana_schema import SCHEMA_DIR, schema_problems
+from tests.grafana_schema import REFERENCE_DIR, schema_problems
 
 REPO = Path(__file__).resolve().parents[1]
 FILES = bundle.build(Config())
 RULE_FILES = {k: v for k, v in FILES.items() if k.startswith(("recording_rules/", "alerts/"))}
 DASHBOARDS = {k: json.loads(v) for k, v in FILES.items() if k.startswith("dashboards/")}
-REFERENCE = SCHEMA_DIR.parent / "vllm-0.32.0-metric-families.txt"
+REFERENCE = REFERENCE_DIR / "vllm-0.32.0-metric-families.txt"
 
 
 def _alerts() -> list[dict[str, Any]]:
