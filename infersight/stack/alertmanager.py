@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from infersight.stack.ports import LOOPBACK, free_port
 from infersight.stack.process import ManagedProcess
-from infersight.stack.prometheus import _ApiClient, binary
+from infersight.stack.prometheus import binary
+from infersight.stack.service import ConfiguredService
 
 # Route everything to a receiver with no integrations: tests read alerts back through
 # the API, and nothing leaves the machine.
@@ -24,7 +24,7 @@ receivers:
 """
 
 
-class Alertmanager(_ApiClient):
+class Alertmanager(ConfiguredService):
     def __init__(self, workdir: Path, config_yaml: str | None = None, port: int | None = None):
         self.workdir = workdir
         self.port = port or free_port()
@@ -42,26 +42,6 @@ class Alertmanager(_ApiClient):
             ],
             workdir / "alertmanager.log",
         )
-
-    def start(self, timeout: float = 60) -> Alertmanager:
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        self.config_path.write_text(self.config_yaml)
-        self.process.start()
-        try:
-            self.process.wait_http_ready(f"{self.url}/-/ready", timeout)
-        except BaseException:
-            self.process.stop()
-            raise
-        return self
-
-    def stop(self) -> None:
-        self.process.stop()
-
-    def __enter__(self) -> Alertmanager:
-        return self.start()
-
-    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
-        self.stop()
 
     def alerts(self, active: bool = True, silenced: bool = True, inhibited: bool = True) -> list[dict[str, Any]]:
         """Alerts Alertmanager holds (API v2), each with labels and status.state."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -125,10 +126,8 @@ class ManagedProcess:
             except ProcessLookupError:
                 pass
         # Reap stragglers of the group (e.g. vLLM engine-core children) even after a clean exit.
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
         log.info("stopped %s", self.name)
 
     def __enter__(self) -> ManagedProcess:

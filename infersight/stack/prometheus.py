@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import yaml
 
 from infersight.stack.ports import LOOPBACK, free_port
 from infersight.stack.process import ManagedProcess, ServiceError, wait_until
+from infersight.stack.service import ConfiguredService
 
 
 def binary(name: str, *alternatives: str) -> str:
@@ -44,26 +42,7 @@ class ScrapeJob:
         return out
 
 
-class _ApiClient:
-    url: str
-
-    def _get(self, path: str, params: dict[str, str] | None = None, timeout: float = 10) -> Any:
-        query = f"?{urllib.parse.urlencode(params)}" if params else ""
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-        with opener.open(f"{self.url}{path}{query}", timeout=timeout) as resp:
-            return json.loads(resp.read())
-
-    def _post(self, path: str, body: Any = None, timeout: float = 10) -> Any:
-        data = json.dumps(body).encode() if body is not None else b""
-        req = urllib.request.Request(f"{self.url}{path}", data=data, method="POST")
-        req.add_header("Content-Type", "application/json")
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-        with opener.open(req, timeout=timeout) as resp:
-            raw = resp.read()
-            return json.loads(raw) if raw.strip() else None
-
-
-class Prometheus(_ApiClient):
+class Prometheus(ConfiguredService):
     """Prometheus with the given scrape jobs and rule files, or a complete config text."""
 
     def __init__(
@@ -89,7 +68,9 @@ class Prometheus(_ApiClient):
             }
             if alertmanager_url:
                 target = urllib.parse.urlparse(alertmanager_url).netloc
-                config["alerting"] = {"alertmanagers": [{"api_version": "v2", "static_configs": [{"targets": [target]}]}]}
+                config["alerting"] = {
+                    "alertmanagers": [{"api_version": "v2", "static_configs": [{"targets": [target]}]}]
+                }
             config_yaml = yaml.safe_dump(config, sort_keys=False)
         self.config_yaml = config_yaml
         self.process = ManagedProcess(
@@ -104,26 +85,6 @@ class Prometheus(_ApiClient):
             ],
             workdir / "prometheus.log",
         )
-
-    def start(self, timeout: float = 60) -> Prometheus:
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        self.config_path.write_text(self.config_yaml)
-        self.process.start()
-        try:
-            self.process.wait_http_ready(f"{self.url}/-/ready", timeout)
-        except BaseException:
-            self.process.stop()
-            raise
-        return self
-
-    def stop(self) -> None:
-        self.process.stop()
-
-    def __enter__(self) -> Prometheus:
-        return self.start()
-
-    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
-        self.stop()
 
     # --- API ---------------------------------------------------------------------------------
     def query(self, expr: str) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ import random
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 ModelKind = Literal["dense", "moe"]
 
@@ -24,11 +24,13 @@ _CHAT_TEMPLATE = (
     "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
     "{% if add_generation_prompt %}assistant:{% endif %}"
 )
-_WORDS = (
-    "the a model token cache engine request queue latency stream batch expert layer prefill decode "
-    "gpu memory block page schedule serve answer question small large fast slow first next last "
-    "river mountain city light dark green blue red number letter word sentence story time day"
-).split()
+_WORDS = tuple(
+    (
+        "the a model token cache engine request queue latency stream batch expert layer prefill decode "
+        "gpu memory block page schedule serve answer question small large fast slow first next last "
+        "river mountain city light dark green blue red number letter word sentence story time day"
+    ).split()
+)
 
 
 def cache_root() -> Path:
@@ -63,10 +65,10 @@ def _save_tokenizer(out: Path) -> int:
 
 def _save_model(kind: ModelKind, out: Path, vocab_size: int) -> None:
     import torch
-    from transformers import AutoModelForCausalLM, LlamaConfig, Qwen3MoeConfig
+    from transformers import AutoModelForCausalLM, LlamaConfig, PretrainedConfig, Qwen3MoeConfig
 
     torch.manual_seed(0)
-    common = dict(
+    common: dict[str, Any] = dict(
         vocab_size=vocab_size,
         hidden_size=128,
         num_hidden_layers=2,
@@ -80,6 +82,7 @@ def _save_model(kind: ModelKind, out: Path, vocab_size: int) -> None:
         tie_word_embeddings=False,
         torch_dtype="float32",
     )
+    config: PretrainedConfig
     if kind == "dense":
         config = LlamaConfig(intermediate_size=256, **common)
     else:
