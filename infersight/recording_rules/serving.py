@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from infersight import promql as q
 from infersight.config import Config
 from infersight.durations import Duration
-from infersight.rules import RecordingRule, RuleGroup, record_name
+from infersight.rules import Alert, RecordingRule, RuleGroup, record_name, split_groups
 
 INSTANCE = ("job", "instance", "model_name")
 MODEL = ("job", "model_name")
@@ -23,7 +23,7 @@ QUANTILES = (0.5, 0.95, 0.99)
 LATENCY_HISTOGRAMS = (
     ("vllm:time_to_first_token_seconds", "TTFT"),
     ("vllm:inter_token_latency_seconds", "ITL"),
-    ("vllm:e2e_request_latency_seconds", "End-to-end"),
+    ("vllm:e2e_request_latency_seconds", "E2E"),
 )
 
 
@@ -172,37 +172,34 @@ def _sli_error_ratio(cfg: Config, spec: SLOSpec, cohort: Cohort, window: Duratio
     return q.ratio(f"{total}\n-\n{good}", total)
 
 
-def _slo_rules(cfg: Config) -> list[RecordingRule]:
-    rules: list[RecordingRule] = []
-    for spec in slo_specs(cfg):
-        for cohort in spec.cohorts:
-            sel = [*cfg.selectors.vllm, *([cohort.matcher] if cohort.matcher else [])]
-            # One series per model that exists, holding its objective: alerts and panels divide by it.
-            presence = q.agg("group", MODEL, q.series("vllm:num_requests_running", sel))
-            rules.append(RecordingRule(SLO_OBJECTIVE, f"{cohort.objective} * {presence}", {"slo": spec.name}))
-            for window in slo_windows(cfg):
-                rules.append(
-                    RecordingRule(slo_errors(window), _sli_error_ratio(cfg, spec, cohort, window), {"slo": spec.name})
-                )
-        # The period is too long to rate() cheaply; average the shortest window instead (as Sloth does).
-        shortest = slo_errors(slo_windows(cfg)[0])
-        rules.append(
-            RecordingRule(
-                slo_errors(cfg.slo.period),
-                q.over_time(
-                    "avg", q.recorded(shortest, [q.label_matcher("slo", "=", spec.name)]), cfg.d(cfg.slo.period)
-                ),
-                {"slo": spec.name},
+def _slo_rules(cfg: Config, spec: SLOSpec) -> list[RecordingRule | Alert]:
+    rules: list[RecordingRule | Alert] = []
+    for cohort in spec.cohorts:
+        sel = [*cfg.selectors.vllm, *([cohort.matcher] if cohort.matcher else [])]
+        # One series per model that exists, holding its objective: alerts and panels divide by it.
+        presence = q.agg("group", MODEL, q.series("vllm:num_requests_running", sel))
+        rules.append(RecordingRule(SLO_OBJECTIVE, f"{cohort.objective} * {presence}", {"slo": spec.name}))
+        for window in slo_windows(cfg):
+            rules.append(
+                RecordingRule(slo_errors(window), _sli_error_ratio(cfg, spec, cohort, window), {"slo": spec.name})
             )
+    # The period is too long to rate() cheaply; average the shortest window instead (as Sloth does).
+    shortest = slo_errors(slo_windows(cfg)[0])
+    rules.append(
+        RecordingRule(
+            slo_errors(cfg.slo.period),
+            q.over_time("avg", q.recorded(shortest, [q.label_matcher("slo", "=", spec.name)]), cfg.d(cfg.slo.period)),
+            {"slo": spec.name},
         )
+    )
     return rules
 
 
-def _golden_rules(cfg: Config) -> list[RecordingRule]:
+def _golden_rules(cfg: Config) -> list[RecordingRule | Alert]:
     sel = cfg.selectors.vllm
     w = cfg.d(cfg.intervals.rate)
     bad = bad_reasons(cfg)
-    rules = [
+    rules: list[RecordingRule | Alert] = [
         RecordingRule(
             requests_by_reason(cfg),
             q.sum_by((*INSTANCE, "finished_reason"), q.rate("vllm:request_success_total", w, sel)),
@@ -244,33 +241,37 @@ def _golden_rules(cfg: Config) -> list[RecordingRule]:
         ),
         RecordingRule(KV_USAGE_ENGINE, q.agg("max", ENGINE, q.series("vllm:kv_cache_usage_perc", sel))),
     ]
-    for metric, _ in LATENCY_HISTOGRAMS:
-        rules.append(
-            RecordingRule(
-                bucket_rate(cfg, metric, "instance"), q.sum_by((*INSTANCE, "le"), q.rate(metric, w, sel, "_bucket"))
-            )
-        )
-        rules.append(
-            RecordingRule(
-                bucket_rate(cfg, metric, "model"),
-                q.sum_by((*MODEL, "le"), q.recorded(bucket_rate(cfg, metric, "instance"))),
-            )
-        )
-        for level in ("instance", "model"):
-            for qv in QUANTILES:
-                by = INSTANCE if level == "instance" else MODEL
-                rules.append(
-                    RecordingRule(
-                        quantile(cfg, metric, level, qv),
-                        q.quantile_from_buckets(qv, by, q.recorded(bucket_rate(cfg, metric, level))),
-                    )
+    return rules
+
+
+def _latency_rules(cfg: Config, metric: str) -> list[RecordingRule | Alert]:
+    w = cfg.d(cfg.intervals.rate)
+    rules: list[RecordingRule | Alert] = [
+        RecordingRule(
+            bucket_rate(cfg, metric, "instance"),
+            q.sum_by((*INSTANCE, "le"), q.rate(metric, w, cfg.selectors.vllm, "_bucket")),
+        ),
+        RecordingRule(
+            bucket_rate(cfg, metric, "model"),
+            q.sum_by((*MODEL, "le"), q.recorded(bucket_rate(cfg, metric, "instance"))),
+        ),
+    ]
+    for level, by in (("instance", INSTANCE), ("model", MODEL)):
+        for qv in QUANTILES:
+            rules.append(
+                RecordingRule(
+                    quantile(cfg, metric, level, qv),
+                    q.quantile_from_buckets(qv, by, q.recorded(bucket_rate(cfg, metric, level))),
                 )
+            )
     return rules
 
 
 def groups(cfg: Config) -> list[RuleGroup]:
     interval = cfg.d(cfg.intervals.evaluation)
-    return [
-        RuleGroup("infersight-serving.rules", interval, tuple(_golden_rules(cfg))),
-        RuleGroup("infersight-serving-slo.rules", interval, tuple(_slo_rules(cfg))),
-    ]
+    out = split_groups("infersight-serving", interval, _golden_rules(cfg))
+    for metric, short in LATENCY_HISTOGRAMS:
+        out += split_groups(f"infersight-serving-{short.lower()}", interval, _latency_rules(cfg, metric))
+    for spec in slo_specs(cfg):
+        out += split_groups(f"infersight-serving-slo-{spec.name}", interval, _slo_rules(cfg, spec))
+    return out

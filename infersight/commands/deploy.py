@@ -1,0 +1,102 @@
+"""``infersight deploy rules`` and ``infersight deploy dashboards``: push a bundle's rules into a
+running Prometheus, or its dashboards into Grafana. The bundle is built from ``--config`` unless
+``--bundle`` names one already built (what was reviewed is what ships)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from infersight import bundle
+from infersight.config import Config, ConfigError, load_config
+from infersight.deploy import grafana, http
+from infersight.deploy.grafana_api import TOKEN_ENV, Grafana, GrafanaError, token_from_env
+from infersight.deploy.rules_deploy import DeployError, Prometheus, RulesDeploy, rule_files
+from infersight.deploy.view import RULE_KINDS, BundleView
+from infersight.lint import LintError
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("deploy", help="push the bundle's rules into Prometheus or its dashboards into Grafana")
+    targets = p.add_subparsers(dest="target", required=True, metavar="TARGET")
+
+    rules = targets.add_parser(
+        "rules",
+        help="check the rule files with promtool, write them into Prometheus's rules folder, reload, confirm",
+        description="On any failure the previous rule files are put back and Prometheus reloaded.",
+    )
+    _source(rules)
+    rules.add_argument("--rules-dir", type=Path, required=True, help="the folder Prometheus's rule_files reads")
+    rules.add_argument("--prometheus-url", required=True, help="e.g. http://127.0.0.1:9090")
+    rules.add_argument(
+        "--timeout", type=float, default=120, help="seconds to wait for the reload and each rule's first evaluation"
+    )
+    rules.set_defaults(func=run_rules)
+
+    boards = targets.add_parser(
+        "dashboards",
+        help="import the dashboards through Grafana's HTTP API into their folder",
+        description=f"The Grafana token is read from ${TOKEN_ENV} (a service-account token, Editor role).",
+    )
+    _source(boards)
+    boards.add_argument("--grafana-url", required=True, help="e.g. https://grafana.example.com")
+    boards.add_argument("--folder", help="folder title (default: deploy.grafana.folder)")
+    boards.set_defaults(func=run_dashboards)
+
+
+def _source(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", type=Path, help="infersight.yaml (default: embedded defaults)")
+    p.add_argument("--bundle", type=Path, help="deploy this already built bundle instead of building one")
+
+
+def _load(args: argparse.Namespace) -> tuple[Config, dict[str, str]]:
+    cfg = load_config(args.config)
+    if args.bundle is None:
+        return cfg, bundle.build(cfg)
+    root: Path = args.bundle
+    files = {
+        p.relative_to(root).as_posix(): p.read_text(encoding="utf-8")
+        for kind, pattern in [*((k, "*.yaml") for k in RULE_KINDS), ("dashboards", "*.json")]
+        for p in sorted((root / kind).glob(pattern))
+    }
+    if not files:
+        raise ConfigError(str(root), [("--bundle", "holds no recording_rules/, alerts/ or dashboards/ files")])
+    return cfg, files
+
+
+def _fail(command: str, exc: Exception, code: int) -> int:
+    print(f"infersight deploy {command}: {exc}", file=sys.stderr)
+    return code
+
+
+def run_rules(args: argparse.Namespace) -> int:
+    try:
+        _, files = _load(args)
+    except (ConfigError, LintError) as exc:
+        return _fail("rules", exc, 2)
+    deploy = RulesDeploy(args.rules_dir, Prometheus(args.prometheus_url.rstrip("/")), timeout=args.timeout)
+    try:
+        deploy.run(rule_files(files))
+    except (DeployError, http.Unreachable) as exc:
+        return _fail("rules", exc, 1)
+    return 0
+
+
+def run_dashboards(args: argparse.Namespace) -> int:
+    try:
+        cfg, files = _load(args)
+        token = token_from_env()
+    except (ConfigError, LintError, GrafanaError) as exc:
+        return _fail("dashboards", exc, 2)
+    boards = BundleView.of(files).dashboards
+    if not boards:
+        return _fail("dashboards", ValueError("the bundle has no dashboards"), 2)
+    client = Grafana(args.grafana_url, token)
+    folder = args.folder or cfg.deploy.grafana.folder
+    try:
+        client.deploy(boards, grafana.folder_uid(cfg), folder, cfg.dashboards.datasource_uid)
+    except (GrafanaError, http.Unreachable) as exc:
+        return _fail("dashboards", exc, 1)
+    print(f"imported {len(boards)} dashboards into folder {folder!r}")
+    return 0

@@ -1,0 +1,163 @@
+"""``deploy/mixin/``: a monitoring mixin (``mixin.libsonnet``) with ``prometheusRules``,
+``prometheusAlerts`` and ``grafanaDashboards``, and a ``_config`` users override in jsonnet.
+
+The mixin is the Python build as data, with every setting that :mod:`infersight.deploy.trace`
+proved reaches the output verbatim written as ``$._config['<path>']`` (the dotted path of
+infersight.yaml, e.g. ``'kv_cache.alerts.saturation.usage_threshold'``). With the default
+``_config`` it evaluates to exactly what ``infersight build`` writes; overriding a key changes
+every rule, alert and panel that prints it. Settings that shape the output in other ways (they
+add rules, or are bucket boundaries) are not in ``_config``; change them in infersight.yaml.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from infersight.config import Config
+from infersight.deploy import trace
+from infersight.output import dump_json
+
+DIR = "deploy/mixin"
+
+
+FIELDS = {"recording_rules": "prometheusRules", "alerts": "prometheusAlerts", "dashboards": "grafanaDashboards"}
+
+
+def unit_names() -> tuple[str, ...]:
+    """Every module the build has, as "<kind>/<concern>", in the order of the bundle's files."""
+    from infersight import bundle  # imported here: bundle imports this package
+
+    return tuple(
+        f"{kind}/{concern}"
+        for kind in FIELDS
+        for concern in sorted(bundle.CONCERNS)
+        if bundle._module(kind, concern) is not None
+    )
+
+
+def build_unit(name: str, cfg: Config) -> Any:
+    """One module's output as plain JSON data: a list of rule groups, or {file: dashboard}."""
+    from infersight import bundle
+    from infersight.rules import rule_file
+
+    kind, concern = name.split("/")
+    mod = bundle._module(kind, concern)
+    assert mod is not None
+    data = mod.dashboards(cfg) if kind == "dashboards" else rule_file(mod.groups(cfg))["groups"]
+    return json.loads(json.dumps(data))
+
+
+def assemble(per_unit: dict[str, Any]) -> dict[str, Any]:
+    """The mixin's three fields from per-unit parts (templates or plain data alike)."""
+    out: dict[str, Any] = {
+        "prometheusRules": {"groups": []},
+        "prometheusAlerts": {"groups": []},
+        "grafanaDashboards": {},
+    }
+    for name, part in per_unit.items():
+        kind = name.split("/")[0]
+        if kind == "dashboards":
+            out["grafanaDashboards"].update(part)
+        else:
+            out[FIELDS[kind]]["groups"].extend(part)
+    out["grafanaDashboards"] = dict(sorted(out["grafanaDashboards"].items()))
+    return out
+
+
+def core(cfg: Config) -> dict[str, Any]:
+    """What the mixin evaluates to with the default _config: the Python build of this config."""
+    return assemble({name: build_unit(name, cfg) for name in unit_names()})
+
+
+# --- jsonnet text ----------------------------------------------------------------------------
+_FORMAT_LIB = """\
+// How infersight's Python generators print numbers, so the mixin renders the same text.
+{
+  // Python repr() of a float: the shortest text that reads back as the same number; whole
+  // numbers keep ".0" (6.0, not 6).
+  repr(x)::
+    assert std.isNumber(x) : 'expected a number, got ' + std.type(x);
+    if x == std.floor(x) && std.abs(x) < 1e16 then std.format('%d.0', [x])
+    else self.shortest(x, 1),
+  shortest(x, p)::
+    local s = std.format('%.' + p + 'g', [x]);
+    if p >= 17 || std.parseJson(s) == x then s else self.shortest(x, p + 1),
+  // Python format(x, '.6g').
+  g6(x)::
+    assert std.isNumber(x) : 'expected a number, got ' + std.type(x);
+    std.format('%.6g', [x]),
+  // A fraction printed as a percentage: format(x * 100, '.6g').
+  pct(x):: self.g6(x * 100),
+  int(x)::
+    assert std.isNumber(x) && x == std.floor(x) : 'expected a whole number, got ' + std.toString(x);
+    std.format('%d', [x]),
+  // Prometheus durations are text: '5m', '1h30m'.
+  duration(x)::
+    assert std.isString(x) : 'durations are strings such as "5m", got ' + std.toString(x);
+    x,
+}
+"""
+
+
+def _ref(ref: trace.Ref) -> str:
+    value = f"$._config[{json.dumps(ref.key)}]"
+    if ref.fmt == "number":
+        return value
+    if ref.fmt == "complement":
+        return f"(1 - {value})"
+    return f"f.{ref.fmt}({value})"
+
+
+def to_jsonnet(node: Any, indent: int = 0) -> str:
+    """Jsonnet source for a template: JSON where it is data, expressions where it holds settings."""
+    pad, inner = "  " * indent, "  " * (indent + 1)
+    if isinstance(node, dict):
+        if not node:
+            return "{}"
+        items = [f"{inner}{json.dumps(k)}: {to_jsonnet(v, indent + 1)}," for k, v in node.items()]
+        return "{\n" + "\n".join(items) + f"\n{pad}}}"
+    if isinstance(node, list):
+        if not node:
+            return "[]"
+        items = [f"{inner}{to_jsonnet(v, indent + 1)}," for v in node]
+        return "[\n" + "\n".join(items) + f"\n{pad}]"
+    if isinstance(node, trace.Text):
+        return " + ".join(
+            _ref(p) if isinstance(p, trace.Ref) else json.dumps(p, ensure_ascii=False) for p in node.parts
+        )
+    if isinstance(node, trace.Ref):
+        return _ref(node)
+    return json.dumps(node, ensure_ascii=False)
+
+
+def files(cfg: Config, header: str) -> dict[str, str]:
+    traced = trace.trace(cfg, unit_names(), build_unit)
+    template = assemble(traced.templates)
+    comment = "".join(f"// {line}\n" for line in header.splitlines())
+    settings = {leaf.key: leaf.value for leaf in traced.settings}
+    out = {
+        f"{DIR}/mixin.libsonnet": comment
+        + "// The infersight monitoring mixin: prometheusRules, prometheusAlerts, grafanaDashboards.\n"
+        + "(import 'config.libsonnet') +\n(import 'rules.libsonnet') +\n"
+        + "(import 'alerts.libsonnet') +\n(import 'dashboards.libsonnet')\n",
+        f"{DIR}/config.libsonnet": comment
+        + "// Every setting of infersight.yaml that the rules and dashboards print verbatim, by its\n"
+        + "// dotted path. Override with: mixin + { _config+:: { 'slo.availability.objective': 0.999 } }\n"
+        + "{\n  _config+:: "
+        + to_jsonnet(settings, 1)
+        + ",\n}\n",
+        f"{DIR}/lib/format.libsonnet": comment + _FORMAT_LIB,
+        f"{DIR}/jsonnetfile.json": dump_json({"version": 1, "dependencies": [], "legacyImports": True}),
+    }
+    for name, field in (("rules", "prometheusRules"), ("alerts", "prometheusAlerts")):
+        # groups+: so the mixin composes with others (kubernetes-mixin + infersight).
+        body = "{\n    groups+: " + to_jsonnet(template[field]["groups"], 2) + ",\n  }"
+        out[f"{DIR}/{name}.libsonnet"] = _field_file(comment, field, body)
+    dashboards = to_jsonnet(template["grafanaDashboards"], 1)
+    out[f"{DIR}/dashboards.libsonnet"] = _field_file(comment, "grafanaDashboards", dashboards)
+    return out
+
+
+def _field_file(comment: str, field: str, body: str) -> str:
+    return comment + "local f = import 'lib/format.libsonnet';\n\n{\n" + f"  {field}+:: {body},\n}}\n"

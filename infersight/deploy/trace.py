@@ -1,0 +1,454 @@
+"""Find where config values land in the build's output, so the jsonnet mixin can expose them.
+
+The generators are Python; jsonnet cannot re-run them. What jsonnet *can* do honestly is put a
+config value wherever the Python build prints it. This module proves, for each numeric or
+duration setting, that this is exactly how the setting reaches the output:
+
+1. build with the setting replaced by a sentinel, a value whose printed form appears nowhere
+   else (``0.73015``, ``300007ms``);
+2. turn every occurrence of the sentinel into a reference to the setting (a template);
+3. check the template against the real build: each reference must print the real value in one
+   of the forms the generators use (``repr``, ``.6g``, ``x*100`` as ``.6g``, ``1 - x`` as a
+   number, a duration's text) and everything else must be identical.
+
+A setting that reaches the output any other way (converted to bytes, deciding how many rules
+exist, a bucket boundary, ...) fails step 3 and is not exposed: changing it needs a Python
+rebuild. The check runs per unit (one pack's rules, alerts or dashboards), all settings at once
+first; a failure blames the settings printed where the output differs and retries the rest, and
+halves the group only when nothing can be blamed. A setting rejected by any unit is exposed by none.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache, partial
+from typing import Any
+
+from pydantic import BaseModel
+
+from infersight.config import Config, ConfigError, parse_config
+from infersight.durations import Duration
+
+# Settings that are not thresholds: the time-scale divisor, and bucket boundaries (which the
+# SLI matchers print in several forms at once).
+EXCLUDED_PREFIXES: tuple[tuple[str, ...], ...] = (("time_scale",), ("buckets",))
+
+Path = tuple[str | int, ...]
+Value = float | int | str
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """One numeric or duration setting of the config."""
+
+    path: Path
+    kind: str  # "float" | "int" | "duration"
+    value: Value  # durations as their text, e.g. "5m"
+
+    @property
+    def key(self) -> str:
+        """The dotted path, as infersight.yaml errors print it: ``slo.burn_windows.0.factor``."""
+        return ".".join(str(p) for p in self.path)
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A setting's value at one place of the output, printed with ``fmt``."""
+
+    key: str
+    fmt: str  # a FORMATS name for text; "number" or "complement" (1 - x) for a JSON number
+
+
+@dataclass(frozen=True)
+class Text:
+    """A string of the output with settings inside it."""
+
+    parts: tuple[str | Ref, ...]
+
+
+# How the generators print settings inside text; the jsonnet library mirrors these by name.
+FORMATS: dict[str, Callable[[Value], str]] = {
+    "repr": lambda v: repr(float(v)),
+    "g6": lambda v: format(float(v), ".6g"),
+    "pct": lambda v: format(float(v) * 100, ".6g"),
+    "int": lambda v: str(int(v)),
+    "duration": str,
+}
+_KIND_FORMATS = {"float": ("repr", "g6"), "int": ("int",), "duration": ("duration",)}
+
+
+def leaves(cfg: Config) -> list[Leaf]:
+    """Every float, int and duration setting, in model order."""
+    out: list[Leaf] = []
+
+    def walk(value: Any, path: Path) -> None:
+        if any(path[: len(p)] == p for p in EXCLUDED_PREFIXES):
+            return
+        if isinstance(value, BaseModel):
+            for name, info in type(value).model_fields.items():
+                walk(getattr(value, name), (*path, info.alias or name))
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                walk(v, (*path, str(k)))
+        elif isinstance(value, list | tuple):
+            for i, v in enumerate(value):
+                walk(v, (*path, i))
+        elif isinstance(value, Duration):
+            out.append(Leaf(path, "duration", str(value)))
+        elif isinstance(value, bool):
+            return
+        elif isinstance(value, int):
+            out.append(Leaf(path, "int", value))
+        elif isinstance(value, float) and math.isfinite(value):
+            out.append(Leaf(path, "float", value))
+
+    walk(cfg, ())
+    return out
+
+
+def _candidates(leaf: Leaf, n: int) -> Iterator[Value]:
+    """Sentinels for the n-th setting: printed forms unique to it, the same under repr and .6g."""
+    if leaf.kind == "float":
+        base = 0.73 + n * 0.00007 + 0.00001  # five significant digits
+        for exp in (0, 1, 2, -1, 3, -2):
+            yield float(f"{base * 10**exp:.5g}")
+    elif leaf.kind == "int":
+        yield 973000 + n
+    else:
+        ms = Duration.parse(str(leaf.value)).ms
+        for offset in (n + 1, -(n + 1), 1000 * n + 7):
+            if ms + offset > 0 and (ms + offset) % 1000:
+                yield str(Duration(ms + offset))
+
+
+def _set(data: Any, path: Path, value: Any) -> None:
+    for p in path[:-1]:
+        data = data[p]
+    data[path[-1]] = value
+
+
+def _blamed_by(problems: Sequence[tuple[str, str]], keys: Sequence[str]) -> set[str]:
+    """The settings a validation error may be about (one path is a prefix of the other)."""
+    hit = set()
+    for where, _ in problems:
+        for key in keys:
+            if where == "(root)" or key == where or key.startswith(where + ".") or where.startswith(key + "."):
+                hit.add(key)
+    return hit
+
+
+def valid_sentinels(cfg: Config, chosen: Sequence[Leaf]) -> dict[str, Value]:
+    """A sentinel per setting such that all of them together pass validation; settings with no
+    valid candidate (a latency threshold must be a bucket boundary) are left out."""
+    candidates = {leaf.key: list(_candidates(leaf, i)) for i, leaf in enumerate(chosen)}
+    by_key = {leaf.key: leaf for leaf in chosen}
+    attempt = dict.fromkeys(by_key, 0)
+    while True:
+        data = cfg.model_dump(mode="json", by_alias=True)
+        active = [k for k, i in attempt.items() if i < len(candidates[k])]
+        for key in active:
+            _set(data, by_key[key].path, candidates[key][attempt[key]])
+        try:
+            parse_config(data, "<sentinels>")
+        except ConfigError as exc:
+            blamed = _blamed_by(exc.problems, active)
+            if not blamed:
+                raise AssertionError(f"sentinels invalid for an unknown reason: {exc}") from None
+            for key in blamed:
+                attempt[key] += 1
+            continue
+        return {k: candidates[k][attempt[k]] for k in active}
+
+
+def with_values(cfg: Config, updates: dict[Path, Any]) -> Config:
+    """``cfg`` with some settings replaced, without re-validation (the values were validated)."""
+    tree: dict[Any, Any] = {}
+    for path, value in updates.items():
+        node = tree
+        for p in path[:-1]:
+            node = node.setdefault(p, {})
+        node[path[-1]] = value
+
+    def apply(obj: Any, sub: Any) -> Any:
+        if not isinstance(sub, dict):
+            return Duration.parse(sub) if isinstance(obj, Duration) else sub
+        if isinstance(obj, BaseModel):
+            names = {info.alias or name: name for name, info in type(obj).model_fields.items()}
+            return obj.model_copy(update={names[k]: apply(getattr(obj, names[k]), v) for k, v in sub.items()})
+        copy: Any = list(obj) if isinstance(obj, list) else dict(obj)
+        for k, v in sub.items():
+            copy[k] = apply(copy[k], v)
+        return copy
+
+    result: Config = apply(cfg, tree)
+    return result
+
+
+_CONVERSIONS = (1, 1000, 1 / 60, 1 / 3600, 1024, 1024**2, 1 / 1024, 1 / 1024**2)
+
+
+@lru_cache(maxsize=4096)
+def _signatures(kind: str, value: Value) -> frozenset[str]:
+    x = Duration.parse(str(value)).ms / 1000 if kind == "duration" else float(value)
+    forms = {format(x * m, ".6g") for m in _CONVERSIONS} | {str(value)}
+    return frozenset(re.sub(r"\D", "", f).lstrip("0") for f in forms)
+
+
+_NUMBER = re.compile(r"(?<![\d.])\d+(?:\.\d+)?(?:ms)?(?!\d)")  # a number, or a duration in ms
+_ANY_NUMBER = re.compile(r"\d+(?:\.\d+)?(?:e[+-]?\d+)?")
+
+
+@dataclass
+class _Walk:
+    """One comparison of a sentinel build against the real build."""
+
+    sentinels: dict[str, tuple[Leaf, Value]]
+    differs: bool = False  # the template does not reproduce the real build
+    suspects: set[str] = field(default_factory=set)  # settings that may explain the difference
+    seen: set[str] = field(default_factory=set)  # settings whose sentinel appeared
+    template: Any = None  # the result of walk()
+
+    def __post_init__(self) -> None:
+        self.tokens: dict[str, tuple[str, str]] = {}  # printed sentinel -> (key, "" or "pct")
+        self.numbers: dict[float, tuple[str, str]] = {}
+        # key -> digit strings of the sentinel and of common conversions of it (to bytes, seconds,
+        # minutes), so a difference caused by a derived value is blamed on the right setting.
+        self.signatures: dict[str, tuple[str, ...]] = {}
+        for key, (leaf, s) in self.sentinels.items():
+            self.tokens[str(s)] = (key, "")
+            if leaf.kind == "float":
+                self.tokens[FORMATS["pct"](s)] = (key, "pct")
+                self.numbers[float(s)] = (key, "number")
+                self.numbers[1 - float(s)] = (key, "complement")
+            elif leaf.kind == "int":
+                self.numbers[float(s)] = (key, "number")
+            # A conversion that prints the real value the same way tells nothing: drop it.
+            sigs = _signatures(leaf.kind, s) - _signatures(leaf.kind, leaf.value)
+            self.signatures[key] = tuple(sorted(sig for sig in sigs if len(sig) >= 3))
+
+    def blame(self, node: Any) -> None:
+        """Record a difference inside ``node``; suspect every setting printed (plainly or
+        recognisably) there."""
+        self.differs = True
+        if isinstance(node, dict):
+            for v in node.values():
+                self.blame(v)
+        elif isinstance(node, list):
+            for v in node:
+                self.blame(v)
+        elif isinstance(node, str):
+            self.suspects.update(self.tokens[t][0] for t in _NUMBER.findall(node) if t in self.tokens)
+            self._blame_derived(node)
+        elif isinstance(node, int | float) and not isinstance(node, bool) and float(node) in self.numbers:
+            self.suspects.add(self.numbers[float(node)][0])
+
+    def _blame_derived(self, text: str) -> None:
+        """Suspect settings whose sentinel shows up converted (e.g. MiB printed as bytes)."""
+        numbers = {re.sub(r"\D", "", n).lstrip("0") for n in _ANY_NUMBER.findall(text)}
+        self.suspects.update(k for k, sigs in self.signatures.items() if numbers.intersection(sigs))
+
+    def walk(self, built: Any, real: Any) -> Any:
+        """The template of ``built`` (a sentinel build), checked against ``real``."""
+        if type(built) is type(real) and built == real:
+            return real
+        if isinstance(built, dict) and isinstance(real, dict) and list(built) == list(real):
+            return {k: self.walk(v, real[k]) for k, v in built.items()}
+        if isinstance(built, list) and isinstance(real, list):
+            return self._list(built, real)
+        if isinstance(built, str) and isinstance(real, str):
+            text = self._text(built, real)
+            if isinstance(text, Text):
+                return text
+            if text is not None:  # the reference where the text stopped matching
+                self.differs = True
+                self.suspects.add(text)
+                self._blame_derived(built)
+                return real
+        elif isinstance(built, int | float) and not isinstance(built, bool) and float(built) in self.numbers:
+            ref = self._number(float(built), real)
+            if ref is not None:
+                return ref
+        self.blame(built)
+        return real
+
+    def _list(self, built: list[Any], real: list[Any]) -> list[Any]:
+        """Lists pair up element by element; when their lengths differ (a setting changed how many
+        rules or queries exist), equal elements anchor the pairing and the built elements left
+        over are blamed, so the setting that added them is the one suspected."""
+        if len(built) == len(real):
+            return [self.walk(b, r) for b, r in zip(built, real, strict=True)]
+        self.differs = True
+        before = len(self.suspects)
+        fingerprint = [json.dumps(x, sort_keys=True) for x in built], [json.dumps(x, sort_keys=True) for x in real]
+        matcher = difflib.SequenceMatcher(None, *fingerprint, autojunk=False)
+        for tag, b1, b2, r1, r2 in matcher.get_opcodes():
+            if tag in ("replace", "delete", "insert"):
+                paired = min(b2 - b1, r2 - r1)
+                for i in range(paired):
+                    self.walk(built[b1 + i], real[r1 + i])
+                for extra in built[b1 + paired : b2]:
+                    self.blame(extra)
+        if len(self.suspects) == before:
+            self.blame(built)  # nothing extra to blame: suspect whatever the list prints
+        return real
+
+    def _number(self, built: float, real: Any) -> Ref | None:
+        key, fmt = self.numbers[built]
+        self.seen.add(key)
+        value = float(self.sentinels[key][0].value)
+        if isinstance(real, bool) or not isinstance(real, int | float):
+            return None
+        return Ref(key, fmt) if float(real) == (value if fmt == "number" else 1 - value) else None
+
+    def _text(self, built: str, real: str) -> Text | str | None:
+        """``built`` with its sentinels as references, when that reproduces ``real``; otherwise
+        the key of the reference where they part, or None when no reference is to blame."""
+        spans = [m.span() for m in _NUMBER.finditer(built) if m.group() in self.tokens]
+        if not spans:
+            return None
+        bounds = [0, *(x for span in spans for x in span), len(built)]
+        literals = [built[bounds[i] : bounds[i + 1]] for i in range(0, len(bounds), 2)]
+        if not real.startswith(literals[0]):
+            return None
+        parts: list[str | Ref] = [literals[0]] if literals[0] else []
+        pos = len(literals[0])
+        for i, (start, end) in enumerate(spans):
+            key, hint = self.tokens[built[start:end]]
+            self.seen.add(key)
+            literal = literals[i + 1]
+            # The value runs to where the next literal resumes; the last literal ends the text.
+            if i == len(spans) - 1:
+                stop = len(real) - len(literal) if real.endswith(literal) else -1
+            else:
+                stop = real.find(literal, pos) if literal else -1
+            fmt = self._format(key, hint, real[pos:stop]) if stop > pos else None
+            if fmt is None:
+                return key
+            parts.append(Ref(key, fmt))
+            if literal:
+                parts.append(literal)
+            pos = stop + len(literal)
+        return Text(tuple(parts)) if pos == len(real) else self.tokens[built[spans[-1][0] : spans[-1][1]]][0]
+
+    def _format(self, key: str, hint: str, shown: str) -> str | None:
+        leaf = self.sentinels[key][0]
+        names = ("pct",) if hint == "pct" else _KIND_FORMATS[leaf.kind]
+        return next((n for n in names if FORMATS[n](leaf.value) == shown), None)
+
+
+def render(tmpl: Any, values: dict[str, Value]) -> Any:
+    """The template with settings filled in: what the jsonnet mixin evaluates to."""
+    if isinstance(tmpl, dict):
+        return {k: render(v, values) for k, v in tmpl.items()}
+    if isinstance(tmpl, list):
+        return [render(v, values) for v in tmpl]
+    if isinstance(tmpl, Text):
+        return "".join(p if isinstance(p, str) else FORMATS[p.fmt](values[p.key]) for p in tmpl.parts)
+    if isinstance(tmpl, Ref):
+        value = float(values[tmpl.key])
+        return value if tmpl.fmt == "number" else 1 - value
+    return tmpl
+
+
+def refs(tmpl: Any) -> set[str]:
+    """Keys of every setting the template references."""
+    if isinstance(tmpl, dict):
+        return set().union(*(refs(v) for v in tmpl.values()))
+    if isinstance(tmpl, list):
+        return set().union(*(refs(v) for v in tmpl))
+    if isinstance(tmpl, Text):
+        return {p.key for p in tmpl.parts if isinstance(p, Ref)}
+    if isinstance(tmpl, Ref):
+        return {tmpl.key}
+    return set()
+
+
+@dataclass(frozen=True)
+class Traced:
+    templates: dict[str, Any]  # unit name -> its output with settings as Ref/Text nodes
+    settings: tuple[Leaf, ...]  # the settings referenced anywhere, in config order
+
+
+class _Unit:
+    """Tracing of one unit (say, the gpu alerts) against the real build."""
+
+    def __init__(self, name: str, build: Callable[[Config], Any], cfg: Config, sentinels: dict[str, Value]):
+        self.build, self.cfg, self.sentinels = build, cfg, sentinels
+        self.name = name
+        self.real = build(cfg)
+        self.accepted: list[Leaf] = []
+        self.rejected: set[str] = set()
+        self.template: Any = self.real
+
+    def attempt(self, chosen: Sequence[Leaf]) -> _Walk:
+        cfg = with_values(self.cfg, {leaf.path: self.sentinels[leaf.key] for leaf in chosen})
+        w = _Walk({leaf.key: (leaf, self.sentinels[leaf.key]) for leaf in chosen})
+        try:
+            built = self.build(cfg)
+        except Exception:  # a pack that cannot build with these values: some of them are to blame
+            w.differs = True
+            return w
+        w.template = w.walk(built, self.real)
+        return w
+
+    def solve(self, group: list[Leaf]) -> None:
+        """Accept the part of ``group`` that, on top of what is accepted, reproduces the build."""
+        if not group:
+            return
+        w = self.attempt([*self.accepted, *group])
+        if not w.differs:
+            self.accepted.extend(group)
+            self.template = w.template
+            return
+        if len(group) == 1:
+            self.rejected.add(group[0].key)
+            return
+        guilty = [leaf for leaf in group if leaf.key in w.suspects]
+        innocent = [leaf for leaf in group if leaf.key not in w.suspects]
+        if not guilty or not innocent:  # nothing tells them apart: halve
+            innocent, guilty = group[: len(group) // 2], group[len(group) // 2 :]
+        self.solve(innocent)
+        self.solve(guilty)
+
+
+def trace(cfg: Config, unit_names: Sequence[str], build_unit: Callable[[str, Config], Any]) -> Traced:
+    """Template each unit's output over every setting that reaches it verbatim."""
+    return _trace(cfg.model_dump_json(by_alias=True), tuple(unit_names), build_unit)
+
+
+@lru_cache(maxsize=8)
+def _trace(cfg_json: str, unit_names: tuple[str, ...], build_unit: Callable[[str, Config], Any]) -> Traced:
+    cfg = parse_config(json.loads(cfg_json), "<config>")
+    all_leaves = leaves(cfg)
+    sentinels = valid_sentinels(cfg, all_leaves)
+    traceable = [leaf for leaf in all_leaves if leaf.key in sentinels]
+    units = [_Unit(name, partial(build_unit, name), cfg, sentinels) for name in unit_names]
+    for unit in units:
+        first = unit.attempt(traceable)
+        # Only settings that show up in this unit are tried in it; the blameless ones first. A
+        # unit that could not build at all shows nothing: try every setting.
+        shown = first.seen | first.suspects if first.template is not None else {leaf.key for leaf in traceable}
+        if not first.differs:
+            unit.accepted, unit.template = [leaf for leaf in traceable if leaf.key in shown], first.template
+            continue
+        unit.solve([leaf for leaf in traceable if leaf.key in shown - first.suspects])
+        unit.solve([leaf for leaf in traceable if leaf.key in shown & first.suspects])
+    # A setting rejected anywhere is exposed nowhere: re-template the units that accepted it.
+    rejected = set().union(*(u.rejected for u in units))
+    while True:
+        for unit in units:
+            if any(leaf.key in rejected for leaf in unit.accepted):
+                keep = [leaf for leaf in unit.accepted if leaf.key not in rejected]
+                unit.accepted, unit.template = [], unit.real
+                unit.solve(keep)
+        newly = set().union(*(u.rejected for u in units)) - rejected
+        if not newly:
+            break
+        rejected |= newly
+    used = set().union(*(refs(u.template) for u in units))
+    return Traced({u.name: u.template for u in units}, tuple(leaf for leaf in all_leaves if leaf.key in used))

@@ -1,0 +1,45 @@
+"""The rules run unchanged on a Mimir or Thanos ruler: no functions those rulers leave off, and
+groups within Mimir's default limits (a ruler shards by group)."""
+
+from __future__ import annotations
+
+import pytest
+
+from infersight.deploy import scaleout
+from infersight.deploy.view import BundleView
+from infersight.output import dump_yaml
+
+
+def test_no_rule_calls_a_function_rulers_reject(built: dict[str, str]) -> None:
+    problems = [p for p in scaleout.problems(BundleView.of(built)) if " calls " in p]
+    assert not problems, "\n".join(problems)
+
+
+def test_group_names_are_unique_and_groups_fit_a_tenant(built: dict[str, str]) -> None:
+    problems = [p for p in scaleout.problems(BundleView.of(built)) if "defined twice" in p or "per tenant" in p]
+    assert not problems, "\n".join(problems)
+
+
+# Known: the serving and kv_cache packs ship recording groups of 27-47 rules. strict: this test
+# fails as soon as they are split, so the marker must then go.
+@pytest.mark.xfail(strict=True, reason="serving and kv_cache recording groups exceed 20 rules; split them")
+def test_groups_fit_mimirs_default_rules_per_group(built: dict[str, str]) -> None:
+    problems = [p for p in scaleout.problems(BundleView.of(built)) if "per group" in p]
+    assert not problems, "\n".join(problems)
+
+
+def test_checker_finds_each_kind_of_problem() -> None:
+    rules = [{"record": f"a:b:c{i}", "expr": "sum(up)"} for i in range(scaleout.MAX_RULES_PER_GROUP + 1)]
+    rules.append({"alert": "InfersightX", "expr": 'limitk(1, up) > 0 or sort_by_label(up, "job")'})
+    files = {
+        "recording_rules/x.yaml": dump_yaml({"groups": [{"name": "g", "rules": rules}]}),
+        "alerts/x.yaml": dump_yaml({"groups": [{"name": "g", "rules": [{"alert": "InfersightY", "expr": "up"}]}]}),
+    }
+    found = "\n".join(scaleout.problems(BundleView.of(files)))
+    assert "group g is defined twice" in found
+    assert f"has {scaleout.MAX_RULES_PER_GROUP + 2} rules" in found
+    assert "InfersightX calls limitk" in found and "InfersightX calls sort_by_label" in found
+
+
+def test_functions_sees_calls_and_aggregations() -> None:
+    assert scaleout.functions("sum by (job) (rate(x[5m])) / on () group_left absent(y)") == {"sum", "rate", "absent"}
