@@ -1,0 +1,81 @@
+"""Results on disk: ``results.json`` (run metadata and summary) and ``requests.csv`` (one row per
+request sent), both written atomically so a reader never sees half a file, even after Ctrl-C.
+Neither holds prompt or completion text."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from infersight.loadgen.records import RequestRecord
+from infersight.output import dump_json, write_atomic
+
+RESULTS_JSON = "results.json"
+REQUESTS_CSV = "requests.csv"
+
+CSV_COLUMNS = (
+    "index",
+    "stage",
+    "scheduled_s",
+    "sent_s",
+    "lag_ms",
+    "status",
+    "error",
+    "error_type",
+    "ttft_s",
+    "itl_mean_s",
+    "itl_max_s",
+    "itl_source",
+    "tpot_s",
+    "e2e_s",
+    "prompt_tokens_planned",
+    "prompt_tokens",
+    "completion_tokens",
+)
+
+
+def _num(value: float | None, digits: int = 6) -> str:
+    return "" if value is None else f"{value:.{digits}f}"
+
+
+def csv_text(records: Sequence[RequestRecord], stage_names: Sequence[str]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for r in sorted(records, key=lambda r: r.index):
+        lag = r.lag
+        writer.writerow(
+            [
+                r.index,
+                stage_names[r.stage],
+                _num(r.scheduled),
+                _num(r.sent),
+                _num(None if lag is None else lag * 1000, 3),
+                "" if r.status is None else r.status,
+                r.error or "",
+                r.error_type or "",
+                _num(r.ttft),
+                _num(sum(r.itl) / len(r.itl) if r.itl else None),
+                _num(max(r.itl) if r.itl else None),
+                r.itl_source,
+                _num(r.tpot),
+                _num(r.e2e),
+                r.prompt_tokens_planned,
+                "" if r.prompt_tokens is None else r.prompt_tokens,
+                "" if r.completion_tokens is None else r.completion_tokens,
+            ]
+        )
+    return buf.getvalue()
+
+
+def write_results(
+    out_dir: Path, run: dict[str, Any], records: Sequence[RequestRecord], stage_names: Sequence[str]
+) -> tuple[Path, Path]:
+    """Write both files; the CSV first, so results.json (the file readers look for) names a complete set."""
+    csv_path, json_path = out_dir / REQUESTS_CSV, out_dir / RESULTS_JSON
+    write_atomic(csv_path, csv_text(records, stage_names))
+    write_atomic(json_path, dump_json(run))
+    return json_path, csv_path

@@ -1,0 +1,423 @@
+"""The model of a load scenario file (``loadgen/scenarios/*.yaml``).
+
+A scenario is a timeline of stages (open-loop at a rate, or closed-loop at a concurrency),
+optional fault actions that ``infersight validate`` performs on the stack, and optional
+``expect:`` blocks saying which alerts must fire (and how soon after which fault) and which
+must stay quiet. Every scenario is bounded: ``limits.max_duration`` and
+``limits.max_requests`` are required, and the stages must fit inside them.
+
+Loading fails with :class:`ScenarioError`, which names each bad field's path, its value and
+what is allowed; nothing else escapes :func:`load_scenario`.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StrictBool,
+    StrictInt,
+    Tag,
+    ValidationError,
+    model_validator,
+)
+
+from infersight.durations import Duration
+from infersight.rules import _ALERT_NAME, Component
+
+# Hard ceilings: a scenario file must not be able to ask for an unbounded run.
+MAX_DURATION_CEILING = Duration.parse("6h")
+MAX_REQUESTS_CEILING = 1_000_000
+MAX_TOKENS_CEILING = 131_072
+
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
+_NAME_RULE = "1-40 characters of lower-case letters, digits, '_' or '-', starting with a letter or digit"
+
+TrafficFault = Literal["overload", "kv_pressure", "client_errors", "moe_skew"]
+Name = Annotated[str, Field(pattern=_NAME.pattern, description=_NAME_RULE)]
+PositiveDuration = Annotated[Duration, Field(description="a positive duration such as 30s")]
+
+
+class ScenarioError(ValueError):
+    """The scenario is invalid. ``problems`` lists (path, message) pairs."""
+
+    def __init__(self, source: str, problems: list[tuple[str, str]]):
+        self.source = source
+        self.problems = problems
+        lines = "\n".join(f"  {path}: {msg}" for path, msg in problems)
+        super().__init__(f"invalid scenario {source}:\n{lines}")
+
+
+class _Strict(BaseModel):
+    """Unknown keys are errors: a typo must not silently fall back to a default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _positive(d: Duration, what: str) -> Duration:
+    if d.ms <= 0:
+        raise ValueError(f"{what} must be a positive duration, got {d}")
+    return d
+
+
+class TokenDistribution(_Strict):
+    """A token count drawn per request: ``uniform`` in [min, max], or ``normal`` clipped to [min, max]."""
+
+    dist: Literal["uniform", "normal"]
+    min: StrictInt = Field(default=1, ge=1, le=MAX_TOKENS_CEILING)
+    max: StrictInt = Field(ge=1, le=MAX_TOKENS_CEILING)
+    mean: float | None = Field(default=None, gt=0)
+    stddev: float | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _shape(self) -> TokenDistribution:
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) must not exceed max ({self.max})")
+        if self.dist == "normal" and (self.mean is None or self.stddev is None):
+            raise ValueError("a normal distribution needs mean and stddev (and clips to min/max)")
+        if self.dist == "uniform" and (self.mean is not None or self.stddev is not None):
+            raise ValueError("a uniform distribution takes only min and max; mean/stddev belong to dist: normal")
+        return self
+
+
+def _token_count_kind(value: Any) -> str | None:
+    if isinstance(value, dict | TokenDistribution):
+        return "dist"
+    return None if isinstance(value, bool) or not isinstance(value, int) else "fixed"
+
+
+# A fixed count (``output_tokens: 64``) or a distribution; one clear error for anything else.
+TokenCount = Annotated[
+    Annotated[StrictInt, Field(ge=1, le=MAX_TOKENS_CEILING), Tag("fixed")] | Annotated[TokenDistribution, Tag("dist")],
+    Discriminator(
+        _token_count_kind,
+        custom_error_type="token_count",
+        custom_error_message="must be a whole number of tokens (e.g. 128) or a mapping "
+        "{dist: uniform, min, max} or {dist: normal, mean, stddev, min, max}",
+    ),
+]
+
+
+class PromptSpec(_Strict):
+    """How prompt text is made. ``random`` draws fresh tokens per request (no accidental prefix
+    cache hits); ``repeated`` repeats one token (MoE expert skew). ``shared_prefix_tokens`` puts
+    one of ``prefix_groups`` fixed prefixes in front of the random body (prefix-cache hits)."""
+
+    mode: Literal["random", "repeated"] = "random"
+    shared_prefix_tokens: StrictInt = Field(default=0, ge=0, le=MAX_TOKENS_CEILING)
+    prefix_groups: StrictInt = Field(default=1, ge=1, le=1000)
+
+    @model_validator(mode="after")
+    def _prefix_only_for_random(self) -> PromptSpec:
+        if self.mode == "repeated" and self.shared_prefix_tokens:
+            raise ValueError("shared_prefix_tokens applies to mode: random only; a repeated prompt is all prefix")
+        return self
+
+
+class Stage(_Strict):
+    """A span of the timeline: open-loop arrivals at ``rate`` requests/s, or ``concurrency``
+    streams sent back to back (closed loop)."""
+
+    name: Name
+    duration: PositiveDuration
+    rate: float | None = Field(default=None, gt=0, le=100_000, description="requests per second (open loop)")
+    concurrency: StrictInt | None = Field(default=None, ge=1, le=4096, description="closed-loop streams")
+    arrival: Literal["constant", "poisson", "gamma"] = "poisson"
+    # Gamma shape k (vLLM bench's convention): 1 is Poisson, below 1 is burstier, above 1 smoother.
+    burstiness: float | None = Field(default=None, gt=0, le=100)
+    prompt_tokens: TokenCount = 128
+    output_tokens: TokenCount = 64
+    prompt: PromptSpec = PromptSpec()
+    fault: TrafficFault | None = Field(default=None, description="marks this stage as the fault window")
+
+    @model_validator(mode="after")
+    def _mode(self) -> Stage:
+        _positive(self.duration, "duration")
+        if (self.rate is None) == (self.concurrency is None):
+            raise ValueError("give exactly one of rate (open loop, requests/s) or concurrency (closed loop)")
+        if self.concurrency is not None and ("arrival" in self.model_fields_set or self.burstiness is not None):
+            raise ValueError("arrival/burstiness apply to rate stages; a concurrency stage sends back to back")
+        if self.burstiness is not None and self.arrival != "gamma":
+            raise ValueError(f"burstiness applies to arrival: gamma only (this stage has arrival: {self.arrival})")
+        if self.fault == "moe_skew" and self.prompt.mode != "repeated":
+            raise ValueError("fault: moe_skew needs prompt: {mode: repeated} so every token routes alike")
+        return self
+
+    @property
+    def gamma_shape(self) -> float:
+        return self.burstiness if self.burstiness is not None else 1.0
+
+    @property
+    def expected_requests(self) -> float:
+        return (self.rate or 0.0) * self.duration.total_seconds
+
+
+class Limits(_Strict):
+    max_duration: PositiveDuration = Field(description="hard stop for the whole run, drain included")
+    max_requests: StrictInt = Field(ge=1, le=MAX_REQUESTS_CEILING)
+    max_in_flight: StrictInt = Field(default=256, ge=1, le=4096)
+    request_timeout: PositiveDuration = Duration.parse("60s")
+
+    @model_validator(mode="after")
+    def _bounded(self) -> Limits:
+        _positive(self.max_duration, "max_duration")
+        _positive(self.request_timeout, "request_timeout")
+        if self.max_duration > MAX_DURATION_CEILING:
+            raise ValueError(f"max_duration {self.max_duration} exceeds the ceiling of {MAX_DURATION_CEILING}")
+        return self
+
+
+class Validity(_Strict):
+    """When a run's numbers cannot be trusted: the client fell behind its own schedule."""
+
+    max_schedule_lag_p99: Duration = Duration.parse("10ms")
+
+    @model_validator(mode="after")
+    def _positive_threshold(self) -> Validity:
+        _positive(self.max_schedule_lag_p99, "max_schedule_lag_p99")
+        return self
+
+
+class _Action(_Strict):
+    name: Name
+    at: Duration = Field(description="offset from the start of the run")
+
+
+class ServerKill(_Action):
+    """SIGKILL the vLLM engine mid-run: 5xx for in-flight requests, then target down."""
+
+    do: Literal["server_kill"]
+
+
+class TargetDown(_Action):
+    do: Literal["target_down"]
+
+
+class TargetUp(_Action):
+    do: Literal["target_up"]
+
+
+class GpuLeakStart(_Action):
+    """Make the GPU exporter's fake backend (or a real leaking process on a GPU host) grow memory."""
+
+    do: Literal["gpu_leak_start"]
+    mib_per_second: float = Field(gt=0, le=100_000)
+
+
+class GpuLeakStop(_Action):
+    do: Literal["gpu_leak_stop"]
+
+
+Action = Annotated[ServerKill | TargetDown | TargetUp | GpuLeakStart | GpuLeakStop, Field(discriminator="do")]
+ACTION_KINDS: tuple[str, ...] = ("server_kill", "target_down", "target_up", "gpu_leak_start", "gpu_leak_stop")
+
+
+class _AlertSelector(_Strict):
+    alert: str | None = None
+    component: Component | None = None
+
+    @model_validator(mode="after")
+    def _one_selector(self) -> _AlertSelector:
+        if (self.alert is None) == (self.component is None):
+            raise ValueError("give exactly one of alert (a name) or component (serving, kv_cache, moe, gpu, exporter)")
+        if self.alert is not None and (not _ALERT_NAME.match(self.alert) or len(self.alert) > 40):
+            raise ValueError(f"alert {self.alert!r} is not an infersight alert name (Infersight..., CamelCase, <= 40)")
+        return self
+
+    @property
+    def label(self) -> str:
+        return f"alert {self.alert}" if self.alert else f"component {self.component}"
+
+
+class ExpectFire(_AlertSelector):
+    """This alert (or any alert of this component) must fire within ``within`` of the fault's start."""
+
+    within: PositiveDuration
+    after: Name | None = Field(
+        default=None, description="the fault: a stage with fault: or an action; default: the only one"
+    )
+
+    @model_validator(mode="after")
+    def _within_positive(self) -> ExpectFire:
+        _positive(self.within, "within")
+        return self
+
+
+class ExpectQuiet(_AlertSelector):
+    """This alert (or every alert of this component) must not fire during the named stages (default: all)."""
+
+    during: list[Name] = []
+
+
+class Expect(_Strict):
+    fire: list[ExpectFire] = []
+    quiet: list[ExpectQuiet] = []
+
+
+class Scenario(_Strict):
+    name: Name
+    description: str = Field(default="", max_length=2000)
+    endpoint: Literal["completions", "chat"] = "completions"
+    model: str | None = Field(default=None, min_length=1, max_length=200, description="default: first of /v1/models")
+    seed: StrictInt = 0
+    # vLLM's ignore_eos/min_tokens make every request produce exactly its output_tokens.
+    ignore_eos: StrictBool = True
+    limits: Limits
+    validity: Validity = Validity()
+    stages: list[Stage] = Field(min_length=1, max_length=100)
+    actions: list[Action] = Field(default=[], max_length=100)
+    expect: Expect | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Scenario:
+        problems: list[str] = []
+        names = [s.name for s in self.stages] + [a.name for a in self.actions]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            problems.append(f"stages: names must be unique across stages and actions; repeated: {dupes}")
+        total = Duration(sum(s.duration.ms for s in self.stages))
+        if total > self.limits.max_duration:
+            problems.append(
+                f"stages: the stages last {total} in all, longer than limits.max_duration "
+                f"({self.limits.max_duration}); shorten them or raise max_duration"
+            )
+        expected = sum(s.expected_requests for s in self.stages)
+        if expected > self.limits.max_requests:
+            problems.append(
+                f"stages: the rate stages would send about {expected:.0f} requests, more than "
+                f"limits.max_requests ({self.limits.max_requests}); lower rates/durations or raise max_requests"
+            )
+        problems += self._action_problems()
+        problems += self._expect_problems()
+        if problems:
+            raise ValueError(" ;; ".join(problems))
+        return self
+
+    def _action_problems(self) -> list[str]:
+        problems = []
+        down = False
+        for action in sorted(self.actions, key=lambda a: a.at):
+            if action.at > self.limits.max_duration:
+                problems.append(f"actions: {action.name} at {action.at} is after limits.max_duration")
+            if action.do in ("target_down", "server_kill"):
+                down = True
+            elif action.do == "target_up":
+                if not down:
+                    problems.append(f"actions: {action.name} (target_up) comes before any target_down/server_kill")
+                down = False
+        return problems
+
+    def _expect_problems(self) -> list[str]:
+        if self.expect is None:
+            return []
+        problems = []
+        faults = self.fault_starts()
+        stage_names = {s.name for s in self.stages}
+        for i, fire in enumerate(self.expect.fire):
+            where = f"expect.fire.{i}"
+            if fire.after is None and len(faults) != 1:
+                problems.append(
+                    f"{where}: name the fault with after: (one of {sorted(faults)})"
+                    if faults
+                    else f"{where}: there is no fault to fire after; mark a stage with fault: or add an action"
+                )
+                continue
+            after = fire.after if fire.after is not None else next(iter(faults))
+            if after not in faults:
+                problems.append(f"{where}.after: {after!r} is not a fault; faults here: {sorted(faults)}")
+                continue
+            if Duration(faults[after].ms + fire.within.ms) > self.limits.max_duration:
+                problems.append(
+                    f"{where}.within: the fault {after} starts at {faults[after]}, so the run "
+                    f"(limits.max_duration {self.limits.max_duration}) ends before {fire.within} have passed"
+                )
+        for i, quiet in enumerate(self.expect.quiet):
+            unknown = sorted(set(quiet.during) - stage_names)
+            if unknown:
+                problems.append(f"expect.quiet.{i}.during: unknown stages {unknown}; stages: {sorted(stage_names)}")
+        return problems
+
+    def stage_starts(self) -> list[Duration]:
+        starts, t = [], 0
+        for s in self.stages:
+            starts.append(Duration(t))
+            t += s.duration.ms
+        return starts
+
+    def fault_starts(self) -> dict[str, Duration]:
+        """Every fault by name (stages marked ``fault:`` and actions) with its start offset."""
+        faults = {s.name: start for s, start in zip(self.stages, self.stage_starts(), strict=True) if s.fault}
+        faults.update({a.name: a.at for a in self.actions})
+        return faults
+
+    def fault_for(self, fire: ExpectFire) -> tuple[str, Duration]:
+        """The fault a fire expectation counts from (its ``after:``, else the only fault) and its start."""
+        faults = self.fault_starts()
+        name = fire.after if fire.after is not None else next(iter(faults))
+        return name, faults[name]
+
+    @property
+    def scheduled_duration(self) -> Duration:
+        return Duration(sum(s.duration.ms for s in self.stages))
+
+
+# Union branch and discriminator tags pydantic puts in error paths; they mean nothing to a user.
+_TAG_IN_PATH = "^(function-|fixed$|dist$|" + "|".join(f"{kind}$" for kind in ACTION_KINDS) + ")"
+_PATH_PREFIX = re.compile(r"^([A-Za-z_][\w.\-]*): (.*)$", re.S)
+
+
+def _problems(exc: ValidationError) -> list[tuple[str, str]]:
+    """Pydantic's errors as (field path, message) pairs; cross-field messages carry their own sub-path."""
+    problems = []
+    for err in exc.errors(include_url=False):
+        # Drop union-branch tags (``int``, ``TokenDistribution``) and discriminator tags from the path.
+        loc = [str(p) for p in err["loc"] if not re.match(_TAG_IN_PATH, str(p))]
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key; check the spelling (see loadgen/scenarios/ for examples)"
+        elif err["type"] == "missing":
+            msg = "required"
+        value = err.get("input")
+        if isinstance(value, dict) and err["type"] not in ("extra_forbidden", "union_tag_invalid"):
+            for part in msg.split(" ;; "):
+                m = _PATH_PREFIX.match(part)
+                path = ".".join([*loc, m.group(1)] if m else loc)
+                problems.append((path or "(root)", m.group(2) if m else part))
+            continue
+        shown = repr(value)
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        problems.append((".".join(loc) or "(root)", f"{msg} (got {shown})"))
+    # A union (fixed count | distribution) reports both branches; keep one line per path and message.
+    return list(dict.fromkeys(problems))
+
+
+def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
+    """Validate already-parsed YAML data. Raises only ScenarioError."""
+    if not isinstance(data, dict):
+        raise ScenarioError(source, [("(root)", f"must be a mapping with name, limits and stages, got {data!r:.40}")])
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise ScenarioError(source, _problems(exc)) from None
+    except (TypeError, ArithmeticError) as exc:  # defensive: odd YAML scalars
+        raise ScenarioError(source, [("(root)", str(exc))]) from None
+
+
+def load_scenario(path: Path) -> Scenario:
+    source = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError(source, [("(file)", f"cannot read: {exc}")]) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ScenarioError(source, [("(file)", f"not valid YAML: {exc}")]) from None
+    return parse_scenario(data, source)

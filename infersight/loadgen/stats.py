@@ -1,0 +1,146 @@
+"""Summaries of a run: per stage and overall latency distributions, errors by status, requested
+versus achieved rate, schedule lag, and whether the run is valid at all.
+
+A run is invalid when the client's schedule lag p99 exceeds ``validity.max_schedule_lag_p99``:
+the client, not the server, shaped the load, so its numbers do not describe the requested load.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from infersight.loadgen.records import RequestRecord
+from infersight.loadgen.scenario import Scenario
+from infersight.loadgen.scheduler import StopReason
+
+QUANTILES = (0.5, 0.9, 0.95, 0.99)
+
+
+def percentile(ordered: Sequence[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default) over sorted values."""
+    if not ordered:
+        raise ValueError("percentile of no values")
+    pos = q * (len(ordered) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def distribution(values: Iterable[float], scale: float = 1.0) -> dict[str, float | int | None]:
+    """count, mean, min, p50/p90/p95/p99 and max; ``scale`` converts units (e.g. 1000 for ms)."""
+    ordered = sorted(values)
+    out: dict[str, float | int | None] = {"count": len(ordered)}
+    keys = ["mean", "min", *(f"p{round(q * 100)}" for q in QUANTILES), "max"]
+    if not ordered:
+        return out | dict.fromkeys(keys)
+    out["mean"] = sum(ordered) / len(ordered) * scale
+    out["min"] = ordered[0] * scale
+    for q in QUANTILES:
+        out[f"p{round(q * 100)}"] = percentile(ordered, q) * scale
+    out["max"] = ordered[-1] * scale
+    return out
+
+
+def error_counts(records: Iterable[RequestRecord]) -> dict[str, int]:
+    """Failed requests by HTTP status ("400", "503") or client-side kind ("timeout", "cancelled")."""
+    counts: Counter[str] = Counter()
+    for r in records:
+        if not r.ok:
+            counts[str(r.status) if r.error == "http" else (r.error or f"status {r.status}")] += 1
+    return dict(sorted(counts.items()))
+
+
+def _group(records: Sequence[RequestRecord], planned: int) -> dict[str, Any]:
+    ok = [r for r in records if r.ok]
+    lags = [lag for r in records if (lag := r.lag) is not None]
+    completion = sum(r.completion_tokens or 0 for r in ok)
+    sources = Counter(r.itl_source for r in ok)
+    return {
+        "planned": planned,
+        "sent": len(records),
+        "succeeded": len(ok),
+        "errors": error_counts(records),
+        "schedule_lag_ms": distribution(lags, 1000),
+        "ttft_s": distribution(r.ttft for r in ok if r.ttft is not None),
+        "itl_s": distribution(x for r in ok for x in r.itl),
+        "itl_sources": dict(sorted(sources.items())),
+        "tpot_s": distribution(r.tpot for r in ok if r.tpot is not None),
+        "e2e_s": distribution(r.e2e for r in ok if r.e2e is not None),
+        "prompt_tokens": distribution(r.prompt_tokens for r in ok if r.prompt_tokens is not None),
+        "completion_tokens_total": completion,
+    }
+
+
+def summarize(
+    scenario: Scenario,
+    records: Sequence[RequestRecord],
+    planned_by_stage: Sequence[int],
+    ended: StopReason,
+    stopped_at: float | None,
+    plan_truncated: bool,
+) -> dict[str, Any]:
+    """The ``summary`` section of results.json."""
+    by_stage: list[list[RequestRecord]] = [[] for _ in scenario.stages]
+    for r in records:
+        by_stage[r.stage].append(r)
+    stages = []
+    for i, (stage, start) in enumerate(zip(scenario.stages, scenario.stage_starts(), strict=True)):
+        recs = by_stage[i]
+        begin = start.total_seconds
+        end = begin + stage.duration.total_seconds
+        if stopped_at is not None:
+            end = min(end, stopped_at)
+        last_sent = max((r.sent for r in recs if r.sent is not None), default=begin)
+        span = max(end, last_sent) - begin  # a client that fell behind spreads the stage out
+        achieved = len(recs) / span if span > 0 else None
+        row: dict[str, Any] = {
+            "name": stage.name,
+            "fault": stage.fault,
+            "start_s": begin,
+            "duration_s": stage.duration.total_seconds,
+        }
+        if stage.rate is not None:
+            row |= {
+                "mode": "rate",
+                "arrival": stage.arrival,
+                "requested_rate": stage.rate,
+                "achieved_rate": achieved,
+                "achieved_over_requested": achieved / stage.rate if achieved is not None else None,
+            }
+        else:
+            row |= {"mode": "concurrency", "concurrency": stage.concurrency, "achieved_rate": achieved}
+        row |= _group(recs, planned_by_stage[i])
+        if span > 0:
+            row["output_tokens_per_s"] = row["completion_tokens_total"] / span
+        stages.append(row)
+
+    overall = _group(records, sum(planned_by_stage))
+    threshold_ms = scenario.validity.max_schedule_lag_p99.ms
+    lag_p99 = overall["schedule_lag_ms"]["p99"]
+    reasons = []
+    if lag_p99 is not None and lag_p99 > threshold_ms:
+        reasons.append(
+            f"schedule lag p99 {lag_p99:.1f} ms exceeds {threshold_ms} ms: the client fell behind its schedule, "
+            "so the achieved load is not the requested one"
+        )
+    if not records:
+        reasons.append("no request was sent")
+    notes = []
+    if plan_truncated:
+        notes.append(f"limits.max_requests ({scenario.limits.max_requests}) cut the open-loop plan short")
+    if ended == "interrupted":
+        notes.append("interrupted: partial results")
+    elif ended == "max_duration":
+        notes.append(f"stopped at limits.max_duration ({scenario.limits.max_duration}); in-flight requests cancelled")
+    return {
+        "valid": not reasons,
+        "invalid_reasons": reasons,
+        "ended": ended,
+        "notes": notes,
+        "max_schedule_lag_p99_ms": threshold_ms,
+        "overall": overall,
+        "stages": stages,
+    }
