@@ -104,7 +104,7 @@ def _replace(data: Any, path: tuple[str, ...], value: Any) -> Any:
     return copy
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_malformed_configs_only_raise_config_error(data: st.DataObject) -> None:
     defaults = default_data()

@@ -6,23 +6,15 @@ someone else's server by a typo is an incident.
 
 from __future__ import annotations
 
-import ipaddress
 from urllib.parse import urlsplit
 
 import aiohttp
 
+from infersight.loopback import is_loopback
+
 
 class TargetError(ValueError):
     """The target URL is malformed, not allowed, or does not answer as an OpenAI server."""
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False  # a name other than localhost: not resolved on purpose, refused
 
 
 def check_target(url: str, allow_remote: bool = False) -> str:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import socket
 
-LOOPBACK = "127.0.0.1"
+from infersight.loopback import LOOPBACK
+
+__all__ = ["LOOPBACK", "free_port"]
 
 
 def free_port() -> int:

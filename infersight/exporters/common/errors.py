@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
+from infersight.inputs import InputError
 
-class InputFileError(ValueError):
+
+class InputFileError(InputError):
     """``problems`` lists (key path, message) pairs; the message names the file and each problem."""
 
     what = "file"
-
-    def __init__(self, source: str, problems: list[tuple[str, str]]):
-        self.source = source
-        self.problems = problems
-        lines = "\n".join(f"  {path}: {msg}" for path, msg in problems)
-        super().__init__(f"invalid {self.what} {source}:\n{lines}")

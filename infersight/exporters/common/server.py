@@ -8,7 +8,6 @@ server does), so one slow or bogus client cannot stall every other scrape.
 from __future__ import annotations
 
 import errno
-import ipaddress
 import logging
 import socket
 import ssl
@@ -23,6 +22,7 @@ from prometheus_client.registry import Collector
 
 from infersight.exporters.common.auth import BasicAuth
 from infersight.exporters.common.webconfig import WebConfig
+from infersight.loopback import is_loopback
 
 log = logging.getLogger(__name__)
 HANDSHAKE_TIMEOUT_S = 10.0
@@ -32,15 +32,6 @@ _App = Callable[[dict[str, Any], _StartResponse], Iterable[bytes]]
 
 class ServeError(RuntimeError):
     """The server could not listen (address in use, not local, not an address)."""
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def exposure_warnings(host: str, web: WebConfig) -> list[str]:

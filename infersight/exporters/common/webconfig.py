@@ -29,9 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from infersight.exporters.common.errors import InputFileError
+from infersight.inputs import read_yaml
 
 TOP_LEVEL_KEYS = ("tls_server_config", "http_server_config", "basic_auth_users")
 TLS_KEYS = ("cert_file", "key_file", "client_auth_type", "client_ca_file", "min_version", "max_version")
@@ -236,12 +235,5 @@ def parse_web_config(data: Any, source: str, base: Path) -> WebConfig:
 
 def load_web_config(path: Path) -> WebConfig:
     """Read and validate a web-config file. Raises only WebConfigError."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise WebConfigError(str(path), [("(file)", f"cannot read: {exc.strerror or exc}")]) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise WebConfigError(str(path), [("(file)", f"not valid YAML: {exc}")]) from None
+    data = read_yaml(path, WebConfigError)
     return parse_web_config(data, str(path), path.parent)

@@ -4,10 +4,12 @@ that says how to get either (or to run the fake one on purpose)."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 from infersight.exporters.gpu.backend import BackendUnavailable, GpuBackend
 from infersight.exporters.gpu.dcgm import DcgmBackend
 from infersight.exporters.gpu.fake import FakeBackend
+from infersight.exporters.gpu.fake_control import LeakControl
 from infersight.exporters.gpu.model import Kind
 from infersight.exporters.gpu.nvml import NvmlBackend
 from infersight.exporters.gpu.scenario import load_scenario
@@ -36,16 +38,18 @@ def open_backend(
     scenario: str | None = None,
     dcgm_address: str | None = None,
     interval_s: float = 5.0,
+    control_file: Path | None = None,
 ) -> GpuBackend:
     """Raises BackendUnavailable (with what to do) or ScenarioError (with what is wrong)."""
     if name not in BACKENDS:
         raise BackendUnavailable(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
-    if scenario is not None and name != "fake":
-        raise BackendUnavailable("--scenario only applies to --backend fake")
+    if (scenario is not None or control_file is not None) and name != "fake":
+        raise BackendUnavailable("--scenario and --control-file only apply to --backend fake")
     if name == "fake":
         if scenario is None:
             raise BackendUnavailable("--backend fake needs --scenario NAME|FILE (e.g. steady, leak, gpu_lost)")
-        return FakeBackend(load_scenario(scenario), scenario_name=scenario)
+        control = LeakControl(control_file) if control_file is not None else None
+        return FakeBackend(load_scenario(scenario), scenario_name=scenario, control=control)
     if name == "nvml":
         return NvmlBackend()
     if name == "dcgm":

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable
 
 from infersight.exporters.common.health import Problem
+from infersight.exporters.gpu.fake_control import LeakControl
 from infersight.exporters.gpu.model import DeviceSample, Kind, ProcessIdentity, ProcessSample, Snapshot
 from infersight.exporters.gpu.scenario import EventSpec, GpuSpec, ProcessSpec, Scenario
 
@@ -26,11 +27,18 @@ def fake_uuid(index: int) -> str:
 class FakeBackend:
     name = "fake"
 
-    def __init__(self, scenario: Scenario, scenario_name: str = "", clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        scenario: Scenario,
+        scenario_name: str = "",
+        clock: Callable[[], float] = time.monotonic,
+        control: LeakControl | None = None,
+    ):
         self.scenario = scenario
         self.scenario_name = scenario_name
         self._clock = clock
         self._t0 = clock()
+        self.control = control  # a leak started and stopped at run time (fake_control)
 
     def elapsed(self) -> float:
         t = self._clock() - self._t0
@@ -101,6 +109,7 @@ class FakeBackend:
         if not driver_up:
             return Snapshot(problems=(Problem(Kind.NVML_NOT_FOUND, "fake: driver_unavailable event in the scenario"),))
 
+        leak = self.control.current() if self.control is not None else None
         devices: list[DeviceSample] = []
         processes: list[ProcessSample] = []
         problems: list[Problem] = []
@@ -123,6 +132,12 @@ class FakeBackend:
                 used += mib
                 identity = ProcessIdentity(p.process, p.model_name, p.pod)
                 processes.append(ProcessSample(index, fake_uuid(index), p.pid, int(mib * 1024 * 1024), identity))
+            if leak is not None and leak.gpu == index:
+                mib = min(leak.mib, room)
+                room -= mib
+                used += mib
+                identity = ProcessIdentity("python3")
+                processes.append(ProcessSample(index, fake_uuid(index), leak.pid, int(mib * 1024 * 1024), identity))
             values = {**self._values(spec, used, xids.get(index, 0)), **overrides.get(index, {})}
             devices.append(self._sample(index, spec, values))
         return Snapshot(tuple(devices), tuple(processes), tuple(problems))

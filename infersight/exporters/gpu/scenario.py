@@ -28,11 +28,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from infersight.durations import Duration
 from infersight.exporters.common.errors import InputFileError
 from infersight.exporters.gpu.model import DEVICE_FIELDS
+from infersight.inputs import read_yaml, validate
 
 EventKind = Literal["xid", "gpu_lost", "gpu_recovered", "set", "driver_unavailable", "driver_available"]
 _GPU_EVENTS = ("xid", "gpu_lost", "gpu_recovered", "set")
@@ -156,32 +157,10 @@ class Scenario(_Strict):
         return self
 
 
-def _problems(exc: ValidationError) -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
-    for err in exc.errors(include_url=False):
-        loc = ".".join(str(p) for p in err["loc"]) or "(root)"
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            msg = "unknown key"
-        for part in msg.split(" ;; "):
-            path, sep, text = part.partition(": ")
-            if sep and loc == "(root)" and (path.split(".")[0] in Scenario.model_fields):
-                out.append((path, text))
-            elif err["type"] in ("value_error", "extra_forbidden"):
-                out.append((loc, part))
-            else:
-                shown = repr(err.get("input"))
-                out.append((loc, f"{part} (got {shown if len(shown) <= 60 else shown[:57] + '...'})"))
-    return out
-
-
 def parse_scenario(data: Any, source: str) -> Scenario:
-    if not isinstance(data, dict):
-        raise ScenarioError(source, [("(root)", "must be a mapping with gpus, processes and events")])
-    try:
-        return Scenario.model_validate(data)
-    except ValidationError as exc:
-        raise ScenarioError(source, _problems(exc)) from None
+    return validate(
+        Scenario, data, source, ScenarioError, mapping_hint="a mapping with gpus, processes and events"
+    )  # fmt: skip
 
 
 def bundled_names() -> list[str]:
@@ -204,13 +183,10 @@ def load_scenario(name_or_path: str) -> Scenario:
                 ],
             )
         text = resources.files("infersight.exporters.gpu").joinpath(f"scenarios/{name_or_path}.yaml").read_text()
-    else:
         try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ScenarioError(name_or_path, [("(file)", f"cannot read: {exc.strerror or exc}")]) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ScenarioError(name_or_path, [("(file)", f"not valid YAML: {exc}")]) from None
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:  # a bundled file: a packaging bug, still reported the same way
+            raise ScenarioError(name_or_path, [("(file)", f"not valid YAML: {exc}")]) from None
+    else:
+        data = read_yaml(path, ScenarioError, name_or_path)
     return parse_scenario(data, name_or_path)

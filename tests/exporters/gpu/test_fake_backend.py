@@ -135,7 +135,7 @@ def test_set_event_overrides_a_field_from_then_on() -> None:
         ({"gpus": [{"count": 1, "colour": "red"}]}, "gpus.0.colour", "unknown key"),
         ({"gpus": [{}], "processes": [{"pid": 5, "gpu": 3, "memory_mib": 1}]}, "processes.0.gpu", "0-0"),
         ({"gpus": [{}], "events": [{"at": "1s", "kind": "boom"}]}, "events.0.kind", "'xid'"),
-        ({"gpus": [{}], "events": [{"at": "1s", "kind": "xid", "gpu": 0}]}, "events.0", "xid: <code>"),
+        ({"gpus": [{}], "events": [{"at": "1s", "kind": "xid", "gpu": 0}]}, "events.0.xid", "<code> belongs to"),
         ({"gpus": [{}], "events": [{"at": "1s", "kind": "gpu_lost"}]}, "events.0", "needs gpu"),
         ({"gpus": [{}], "events": [{"at": "soon", "kind": "driver_unavailable"}]}, "events.0.at", "duration"),
         (
@@ -152,7 +152,7 @@ def test_set_event_overrides_a_field_from_then_on() -> None:
         ({"gpus": [{"gpu_util": 150}]}, "gpus.0.gpu_util", "less than or equal to 100"),
         (
             {"gpus": [{}], "events": [{"at": "1s", "kind": "set", "gpu": 0, "field": "DCGM_FI_DEV_FB_USED"}]},
-            "events.0",
+            "events.0.field",
             "value: <number>",
         ),
         (
