@@ -11,10 +11,8 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-
 from infersight.stack.tiny_models import SERVED_NAMES, ensure_tiny_model
 from infersight.stack.vllm_server import SMALL_KV_ARGS, VLLMServer
-
 
 # Two shared cores and real services beside: per-example deadlines would only measure load.
 settings.register_profile("infersight", deadline=None)

@@ -1,0 +1,238 @@
+"""GPU alerts: memory leak and predicted OOM, hardware health (XID, ECC, throttling,
+temperature), bandwidth saturation with KV thrash, idle GPUs under a queue, and telemetry.
+
+Alerts about "the engines on this GPU" join on ``infersight_workload`` (see
+:mod:`infersight.recording_rules.gpu`). A GPU no vLLM engine maps to is judged on its own
+series: nothing suppresses its leak or OOM alerts, and the load-dependent alerts stay quiet.
+"""
+
+from __future__ import annotations
+
+from infersight import promql as q
+from infersight.alerts.common import num, on, tuned_alert
+from infersight.config import Config
+from infersight.recording_rules import gpu as g
+from infersight.recording_rules import serving as rec
+from infersight.rules import Alert, RuleGroup
+
+LEAK = "InfersightGPUMemoryLeak"
+PREDICTED_OOM = "InfersightGPUPredictedOOM"
+XID = "InfersightGPUXidError"
+ECC = "InfersightGPUEccDoubleBitError"
+THROTTLING = "InfersightGPUThrottling"
+TEMPERATURE = "InfersightGPUTemperatureHigh"
+BANDWIDTH = "InfersightGPUBandwidthKVThrash"
+IDLE = "InfersightGPUIdleWithQueuedRequests"
+TELEMETRY = "InfersightGPUTelemetryDown"
+
+_BY_WORKLOAD = on((g.WORKLOAD_LABEL,))
+# Names one GPU in descriptions, whichever exporter generation wrote it (Hostname is normalised).
+_GPU = "GPU {{ $labels.gpu }} ({{ $labels.modelName }}, {{ $labels.UUID }}) on {{ $labels.Hostname }}"
+
+
+def _warming_up(cfg: Config) -> str:
+    """Join keys whose newest engine started less than gpu.warmup ago."""
+    return f"{g.WORKLOAD_UPTIME} < {num(cfg.d(cfg.gpu.warmup).total_seconds)}"
+
+
+def _leak(cfg: Config) -> Alert:
+    a = cfg.gpu.alerts.memory_leak
+    window = cfg.d(a.window)
+    # Restarts and warm-ups are steps: a restart's fall turns the trend negative (resetting for:),
+    # and a step's rise stays in the window for at most its length, which for: outlasts (the config
+    # insists). A slow warm-up creep is what the engines' start time is for.
+    growth_mib = f"{g.fb_used_deriv(cfg)} * {num(window.total_seconds)} / {g.MIB}"
+
+    # Load is compared window against window (means, not points), so noise in a light load does
+    # not read as a rise.
+    def mean(name: str, shift: str = "") -> str:
+        return f"avg_over_time({name}[{window}]{shift})"
+
+    before = f" offset {window}"
+    requests, kv = g.workload_requests(cfg), g.WORKLOAD_KV_USAGE
+    load_rising = (
+        f"  {mean(requests)} > {num(1 + a.request_rate_rise)} * {mean(requests, before)}\n"
+        f"  or\n  {mean(kv)} > {mean(kv, before)} + {num(a.kv_usage_rise)}\n"
+        f"  or\n  {_warming_up(cfg)}"
+    )
+    expr = f"{growth_mib} > {num(a.growth_mib)}\nunless {_BY_WORKLOAD}\n(\n{load_rising}\n)"
+    return tuned_alert(
+        cfg,
+        "gpu",
+        LEAK,
+        a,
+        expr,
+        "GPU memory keeps growing while the load on it is flat.",
+        f'Used framebuffer of {_GPU} grew {{{{ $value | printf "%.0f" }}}} MiB per {window} (threshold '
+        f"{num(a.growth_mib)} MiB) for {cfg.d(a.for_)} while the request rate and KV-cache "
+        "usage of its engines ({{ $labels.infersight_workload }}) stayed flat: likely a memory leak.",
+    )
+
+
+def _predicted_oom(cfg: Config) -> Alert:
+    a = cfg.gpu.alerts.predicted_oom
+    within = cfg.d(a.within).total_seconds
+    expr = (  # the value is hours: a description that rounds them survives a scrape's jitter
+        f"(\n  {g.time_to_oom(cfg)} / 3600 < {num(within / 3600)}\n  and\n"
+        f"  predict_linear({g.FB_FREE}[{cfg.d(a.short_window)}], {num(within)}) < 0\n)\n"
+        f"unless {_BY_WORKLOAD}\n{_warming_up(cfg)}"
+    )
+    return tuned_alert(
+        cfg,
+        "gpu",
+        PREDICTED_OOM,
+        a,
+        expr,
+        "A GPU is predicted to run out of memory.",
+        f"At the trend of the last {cfg.d(a.long_window)} (the last {cfg.d(a.short_window)} agree), {_GPU} runs "
+        f'out of free framebuffer in about {{{{ $value | printf "%.1f" }}}}h (alert horizon {cfg.d(a.within)}).',
+    )
+
+
+def _xid(cfg: Config) -> Alert:
+    a = cfg.gpu.alerts.xid
+    w = cfg.d(a.window)
+    # The gauge holds the last XID until the driver reloads, so only a change is news. Newer
+    # exporters also put the code in an err_code label, making a new code a new series; the last
+    # clause keeps a code that was already there when monitoring began from counting as new.
+    expr = (
+        f"(\n  ({g.XID} > 0 and changes({g.XID}[{w}]) > 0)\n  or\n  ({g.XID} > 0 unless {g.XID} offset {w})\n)\n"
+        f"and on (UUID)\n{g.XID} offset {w}"
+    )
+    return tuned_alert(
+        cfg,
+        "gpu",
+        XID,
+        a,
+        expr,
+        "A GPU reported a new XID error.",
+        f"{_GPU} reported XID {{{{ $value }}}} within the last {w}. See NVIDIA's XID catalogue: "
+        "48, 63, 64, 74, 79, 92, 94, 95 and 119 point at hardware; 13, 31 and 43 usually at the application.",
+    )
+
+
+def _ecc(cfg: Config) -> Alert:
+    a = cfg.gpu.alerts.ecc_double_bit
+    w = cfg.d(a.window)
+    errors = (
+        f"{q.range_fn('increase', 'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL', w, cfg.selectors.dcgm)} > 0\nor\n"
+        f"{q.range_fn('increase', 'DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS', w, cfg.selectors.dcgm)} > 0"
+    )
+    return tuned_alert(
+        cfg,
+        "gpu",
+        ECC,
+        a,
+        g.normalise(cfg, f"(\n{errors}\n)"),
+        "A GPU had uncorrectable (double-bit) memory errors.",
+        f'{_GPU} had {{{{ $value | printf "%.0f" }}}} uncorrectable ECC errors or remapped rows in the last {w}: '
+        "data in its memory may be corrupt.",
+    )
+
+
+def _throttling(cfg: Config) -> Alert:
+    a = cfg.gpu.alerts.throttling
+    w = cfg.d(a.window)
+    ratios = {"thermal": a.thermal_ratio, "power": a.power_ratio}
+    expr = "\nor\n".join(
+        f"avg_over_time({q.recorded(g.THROTTLE, [q.label_matcher('reason', '=', reason)])}[{w}]) > {num(ratio)}"
+        for reason, ratio in ratios.items()
+    )
+    return tuned_alert(
+        cfg,
+        "gpu",
+        THROTTLING,
+        a,
+        expr,
+        "A GPU is clock-throttled for thermal or power reasons.",
+        f"{_GPU} had its clocks held down for {{{{ $labels.reason }}}} reasons in "
+        f"{{{{ $value | humanizePercentage }}}} of the last {w} (thresholds: thermal "
+        f"{num(a.thermal_ratio * 100)}%, power {num(a.power_ratio * 100)}%).",
+    )
+
+
+def _temperature(cfg: Config) -> Alert:
+    a = cfg.gpu.alerts.temperature
+    return tuned_alert(
+        cfg,
+        "gpu",
+        TEMPERATURE,
+        a,
+        f"{g.TEMP} > {num(a.celsius)}",
+        "A GPU runs hot.",
+        f"{_GPU} is at {{{{ $value }}}} °C (threshold {num(a.celsius)} °C); it will throttle near its slowdown "
+        "temperature.",
+    )
+
+
+def _bandwidth(cfg: Config) -> Alert:
+    a = cfg.gpu.alerts.bandwidth_kv_thrash
+    rate = cfg.d(cfg.intervals.rate)
+    expr = (
+        f"avg_over_time({g.MEM_COPY}[{rate}]) > {num(a.mem_copy_ratio)}\n"
+        f"and {_BY_WORKLOAD}\n{g.workload_preemptions(cfg)} > {num(a.preemptions_per_second)}"
+    )
+    return tuned_alert(
+        cfg,
+        "gpu",
+        BANDWIDTH,
+        a,
+        expr,
+        "A GPU's memory bandwidth is saturated while its engines preempt KV-cache blocks.",
+        f"{_GPU} averaged {{{{ $value | humanizePercentage }}}} memory-copy utilization over {rate} (threshold "
+        f"{num(a.mem_copy_ratio * 100)}%) while its engines ({{{{ $labels.infersight_workload }}}}) preempted "
+        "requests: the KV cache is thrashing.",
+    )
+
+
+def _idle(cfg: Config) -> Alert:
+    a = cfg.gpu.alerts.idle_with_queue
+    rate = cfg.d(cfg.intervals.rate)
+    waiting = (
+        f"{rec.gauge_sum('vllm:num_requests_waiting')}\n* on (job, instance) group_left ({g.WORKLOAD_LABEL})\n"
+        f"{g.WORKLOAD_MAP}"
+    )
+    idle = q.agg("max", (g.WORKLOAD_LABEL,), f"max_over_time({g.UTIL}[{rate}])")
+    expr = f"(\n{waiting}\n) >= {num(a.min_waiting)}\nand {_BY_WORKLOAD}\n{idle} < {num(a.util_ratio)}"
+    return tuned_alert(
+        cfg,
+        "gpu",
+        IDLE,
+        a,
+        expr,
+        "Requests wait on a vLLM server whose GPUs are idle.",
+        "{{ $value }} requests of {{ $labels.model_name }} wait on {{ $labels.instance }} while every GPU of "
+        f"{{{{ $labels.infersight_workload }}}} stayed below {num(a.util_ratio * 100)}% utilization for {rate}: "
+        "the scheduler is stuck or the engine lost its GPU.",
+    )
+
+
+def _telemetry(cfg: Config) -> Alert:
+    a = cfg.gpu.alerts.telemetry_down
+    return tuned_alert(
+        cfg,
+        "gpu",
+        TELEMETRY,
+        a,
+        f"{q.series('up', cfg.selectors.dcgm)} == 0",
+        "A dcgm-exporter target cannot be scraped.",
+        "dcgm-exporter {{ $labels.instance }} (job {{ $labels.job }}) has failed every scrape for "
+        f"{cfg.d(a.for_)}: every GPU alert of its node is blind.",
+    )
+
+
+def groups(cfg: Config) -> list[RuleGroup]:
+    a = cfg.gpu.alerts
+    builders = (
+        (a.memory_leak, _leak),
+        (a.predicted_oom, _predicted_oom),
+        (a.xid, _xid),
+        (a.ecc_double_bit, _ecc),
+        (a.throttling, _throttling),
+        (a.temperature, _temperature),
+        (a.bandwidth_kv_thrash, _bandwidth),
+        (a.idle_with_queue, _idle),
+        (a.telemetry_down, _telemetry),
+    )
+    alerts = tuple(build(cfg) for rule, build in builders if rule.enabled)
+    return [RuleGroup("infersight-gpu.alerts", cfg.d(cfg.intervals.evaluation), alerts)]

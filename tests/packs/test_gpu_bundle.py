@@ -1,0 +1,151 @@
+"""The gpu and exporters packs as built: files, rule conventions, dashboard, config checks and
+time scaling."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from infersight import bundle, catalog
+from infersight.config import Config, ConfigError, parse_config
+from infersight.lint import dashboard_queries, metric_names, substitute
+from infersight.stack.observed import validation_profile
+from tests.grafana_schema import schema_problems
+
+FILES = bundle.build(Config())
+BOARD = json.loads(FILES["dashboards/gpu.json"])
+OWN = ("recording_rules/gpu.yaml", "alerts/gpu.yaml", "alerts/exporters.yaml")
+GPU_ALERTS = {
+    "InfersightGPUMemoryLeak",
+    "InfersightGPUPredictedOOM",
+    "InfersightGPUXidError",
+    "InfersightGPUEccDoubleBitError",
+    "InfersightGPUThrottling",
+    "InfersightGPUTemperatureHigh",
+    "InfersightGPUBandwidthKVThrash",
+    "InfersightGPUIdleWithQueuedRequests",
+    "InfersightGPUTelemetryDown",
+}
+EXPORTER_ALERTS = {"InfersightExporterDown", "InfersightExporterCollectionStale", "InfersightExporterErrors"}
+
+
+def _rules(files: dict[str, str], rel: str) -> list[dict[str, Any]]:
+    return [r for g in yaml.safe_load(files[rel])["groups"] for r in g["rules"]]
+
+
+def test_the_packs_are_in_the_bundle() -> None:
+    assert {*OWN, "dashboards/gpu.json"} <= set(FILES)
+    gpu = _rules(FILES, "alerts/gpu.yaml")
+    exporters = _rules(FILES, "alerts/exporters.yaml")
+    assert {r["alert"] for r in gpu} == GPU_ALERTS
+    assert {r["alert"] for r in exporters} == EXPORTER_ALERTS
+    assert {r["labels"]["component"] for r in gpu} == {"gpu"}
+    assert {r["labels"]["component"] for r in exporters} == {"exporter"}
+
+
+def test_every_alert_has_a_runbook_section() -> None:
+    runbook = (Path(__file__).resolve().parents[2] / "docs" / "runbook.md").read_text()
+    for alert in GPU_ALERTS | EXPORTER_ALERTS:
+        assert f"\n### {alert}\n" in runbook, alert
+
+
+def test_rule_files_pass_promtool_check(tmp_path: Path) -> None:
+    bundle.write(FILES, tmp_path)
+    result = subprocess.run(
+        ["promtool", "check", "rules", *(str(tmp_path / rel) for rel in OWN)], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_memory_is_recorded_in_bytes_from_mib() -> None:
+    rules = {r["record"]: r["expr"] for r in _rules(FILES, "recording_rules/gpu.yaml")}
+    assert 'DCGM_FI_DEV_FB_USED{job="dcgm-exporter"} * 1048576' in rules["gpu:dcgm_fb_used:bytes"]
+    assert rules["gpu:dcgm_fb_used_bytes:deriv10m"] == "deriv(gpu:dcgm_fb_used:bytes[10m])"
+
+
+def test_renamed_dcgm_fields_are_read_under_both_names() -> None:
+    text = "\n".join(r["expr"] for r in _rules(FILES, "recording_rules/gpu.yaml"))
+    for old, new in [
+        ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_UTIL_RATIO"),
+        ("DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_BOARD_POWER_WATTS"),
+        ("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_GPU_TEMP_CELSIUS"),
+        ("DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_XID_ERROR"),
+        ("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"),
+    ]:
+        assert new in catalog.get(old).all_names
+        assert f'{old}{{job="dcgm-exporter"}} or {new}{{job="dcgm-exporter"}}' in text
+
+
+def test_dashboard_validates_and_has_the_promised_panels() -> None:
+    assert schema_problems(BOARD) == []
+    assert BOARD["uid"] == "infersight-gpu"
+    variables = [v["name"] for v in BOARD["templating"]["list"]]
+    assert variables == ["datasource", "job", "Hostname", "gpu"]
+    chained = {v["name"]: v["definition"] for v in BOARD["templating"]["list"] if v["type"] == "query"}
+    assert chained["gpu"] == 'label_values(gpu:dcgm_fb_used:bytes{job=~"$job", Hostname=~"$Hostname"}, gpu)'
+    titles = {p["title"] for p in BOARD["panels"]}
+    for title in (
+        "GPU utilization",
+        "Memory-copy utilization",
+        "Framebuffer used and total",
+        "Used framebuffer trend",
+        "Time to OOM",
+        "Per-process GPU memory",
+        "Power draw",
+        "Temperature",
+        "Clocks",
+        "XID errors (last code)",
+        "ECC errors and row remaps",
+    ):
+        assert title in titles
+    process = next(p for p in BOARD["panels"] if p["title"] == "Per-process GPU memory")
+    assert "infersight_gpu_process_memory_bytes" in process["targets"][0]["expr"]
+
+
+def test_dashboard_reads_recording_rules_except_per_process_memory() -> None:
+    recorded = bundle.recorded_names(bundle.rule_groups(Config(), "recording_rules"))
+    raw = set()
+    for _, expr in dashboard_queries(BOARD):
+        raw |= {n for n in metric_names(substitute(expr)) if n not in recorded}
+    assert raw == {"infersight_gpu_process_memory_bytes"}
+
+
+def test_build_is_deterministic_and_scales_with_time() -> None:
+    assert bundle.build(Config()) == FILES
+    scaled = bundle.build(validation_profile())
+    leak = next(r for r in _rules(scaled, "alerts/gpu.yaml") if r["alert"] == "InfersightGPUMemoryLeak")
+    assert leak["for"] == "30s"
+    assert "offset 10s" in leak["expr"]
+    assert "gpu:dcgm_fb_used_bytes:deriv10m * 10 / 1048576 > 150" in leak["expr"]  # name keeps the nominal window
+
+
+def test_disabled_alerts_are_left_out() -> None:
+    cfg = parse_config(
+        {"gpu": {"alerts": {"xid": {"enabled": False}}}, "exporters": {"alerts": {"down": {"enabled": False}}}}
+    )
+    files = bundle.build(cfg)
+    assert "InfersightGPUXidError" not in files["alerts/gpu.yaml"]
+    assert "InfersightExporterDown" not in files["alerts/exporters.yaml"]
+
+
+@pytest.mark.parametrize(
+    ("data", "path"),
+    [
+        ({"gpu": {"alerts": {"memory_leak": {"for": "10m"}}}}, "gpu.alerts.memory_leak"),
+        ({"gpu": {"alerts": {"predicted_oom": {"short_window": "2h"}}}}, "gpu.alerts.predicted_oom"),
+        ({"gpu": {"alerts": {"predicted_oom": {"for": "5m"}}}}, "gpu.alerts.predicted_oom"),
+        ({"gpu": {"alerts": {"memory_leak": {"growth_mib": 0}}}}, "gpu.alerts.memory_leak.growth_mib"),
+        ({"gpu": {"alerts": {"throttling": {"window": "30s"}}}}, "gpu.alerts.throttling.window"),
+        ({"exporters": {"alerts": {"errors": {"window": "30s"}}}}, "exporters.alerts.errors.window"),
+        ({"gpu": {"warmup": "soon"}}, "gpu.warmup"),
+    ],
+)
+def test_bad_values_name_their_field(data: dict[str, Any], path: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config(data)
+    assert any(p.startswith(path) for p, _ in err.value.problems), err.value.problems

@@ -1,0 +1,68 @@
+"""promtool unit tests of the GPU alerts against the production build, and proof that they can
+fail: each guard, threshold or for: that a case depends on, changed, breaks that case."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from infersight.config import parse_config
+from tests.promtool_runner import promtool_test
+
+TEST_FILE = Path(__file__).parent / "promtool" / "gpu.test.yaml"
+
+
+def test_gpu_alerts_pass_promtool_unit_tests(tmp_path: Path) -> None:
+    result = promtool_test(TEST_FILE, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _only(case: str, tmp_path: Path) -> Path:
+    """The test file with just the case whose name starts with ``case`` (promtool runs a whole file)."""
+    data = yaml.safe_load(TEST_FILE.read_text())
+    data["tests"] = [t for t in data["tests"] if t["name"].startswith(case)]
+    assert len(data["tests"]) == 1, case
+    path = tmp_path / "case" / TEST_FILE.name
+    path.parent.mkdir()
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("broken_case", "override"),
+    [
+        # for: shorter than the test expects: the leak fires before 48m
+        ("leak fires on steady growth under flat load", {"alerts": {"memory_leak": {"for": "15m"}}}),
+        # without the warm-up guard a slow warm-up creep, or a restart's re-allocation, reads as a leak
+        ("not a leak during vLLM warm-up with a slow allocation creep", {"warmup": "1m"}),
+        ("not a leak when the engine restarts and re-allocates slowly", {"warmup": "1m"}),
+        # tolerances so loose that rising load counts as flat
+        ("not a leak while the engine's KV-cache usage rises", {"alerts": {"memory_leak": {"kv_usage_rise": 0.5}}}),
+        ("not a leak while the engine's request rate rises", {"alerts": {"memory_leak": {"request_rate_rise": 5}}}),
+        ("predicted OOM fires when free memory trends to zero", {"alerts": {"predicted_oom": {"within": "2h"}}}),
+        ("XID error fires on a new code", {"alerts": {"xid": {"window": "5m"}}}),
+        ("ECC double-bit errors", {"alerts": {"ecc_double_bit": {"for": "10m"}}}),
+        ("throttling for thermal and for power reasons", {"alerts": {"throttling": {"power_ratio": 1.0}}}),
+        ("temperature above the threshold", {"alerts": {"temperature": {"celsius": 90}}}),
+        ("bandwidth saturation fires only together", {"alerts": {"bandwidth_kv_thrash": {"mem_copy_ratio": 0.96}}}),
+        ("idle GPU while requests wait", {"alerts": {"idle_with_queue": {"min_waiting": 20}}}),
+        ("dcgm-exporter target down", {"alerts": {"telemetry_down": {"for": "10m"}}}),
+    ],
+)
+def test_the_unit_tests_catch_a_changed_rule(tmp_path: Path, broken_case: str, override: dict[str, Any]) -> None:
+    result = promtool_test(_only(broken_case, tmp_path), tmp_path / "bundle", parse_config({"gpu": override}))
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert f"name: {broken_case}" in output, output[-3000:]
+
+
+def test_the_unit_tests_catch_a_join_that_misses_a_host_spelling(tmp_path: Path) -> None:
+    # Only the released exporter's label: GPUs from dcgm-exporter's main branch lose Hostname and their key.
+    cfg = parse_config({"gpu": {"join": {"gpu_host_labels": ["Hostname"]}}})
+    result = promtool_test(_only("every GPU gets Hostname and a join key", tmp_path), tmp_path / "bundle", cfg)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "group by (UUID, Hostname, infersight_workload) (gpu:dcgm_fb_used:bytes)" in output
