@@ -15,16 +15,17 @@ from typing import Any
 
 from infersight import __version__
 from infersight.config import Config
+from infersight.deploy import write_deploy
 from infersight.lint import LintError, lint_dashboard, lint_rules
 from infersight.output import dump_json, dump_yaml, write_atomic
 from infersight.rules import RecordingRule, RuleGroup, rule_file
 
 # The concerns, in bundle order. A pack adds its name here and provides any of
 # infersight.{recording_rules,alerts,dashboards}.<name>.
-CONCERNS: tuple[str, ...] = ("serving",)
+CONCERNS: tuple[str, ...] = ("serving", "kv_cache", "moe", "gpu", "exporters")
 
 # Extra writers (deploy/ artefacts) registered by other modules: (cfg, files so far) -> more files.
-EXTRA_WRITERS: list[Callable[[Config, dict[str, str]], dict[str, str]]] = []
+EXTRA_WRITERS: list[Callable[[Config, dict[str, str]], dict[str, str]]] = [write_deploy]
 
 
 def _module(kind: str, concern: str) -> ModuleType | None:

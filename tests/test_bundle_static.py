@@ -151,7 +151,9 @@ def test_dashboard_lint_findings(expr: str, panel: dict[str, Any], finding: str)
 
 
 def test_dashboard_lint_accepts_a_good_panel() -> None:
-    assert lint_dashboard("x.json", _board_with("rate(vllm:num_preemptions_total[$__rate_interval])"), frozenset()) == []
+    assert (
+        lint_dashboard("x.json", _board_with("rate(vllm:num_preemptions_total[$__rate_interval])"), frozenset()) == []
+    )
 
 
 def test_substitute_grafana_variables() -> None:

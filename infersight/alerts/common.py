@@ -1,0 +1,31 @@
+"""Helpers shared by the alert packs."""
+
+from __future__ import annotations
+
+from infersight.config import AlertRule, Config
+from infersight.rules import Alert, Component, runbook_url
+
+
+def num(x: float) -> str:
+    """A threshold as a PromQL literal, without float noise (0.30000000000000004)."""
+    return format(x, ".6g")
+
+
+def on(labels: tuple[str, ...]) -> str:
+    return f"on ({', '.join(labels)})"
+
+
+def tuned_alert(
+    cfg: Config, component: Component, name: str, rule: AlertRule, expr: str, summary: str, description: str
+) -> Alert:
+    """An alert whose for: and severity come from its config section."""
+    return Alert(
+        alert=name,
+        expr=expr,
+        for_=cfg.d(rule.for_),
+        severity=rule.severity,
+        component=component,
+        summary=summary,
+        description=description,
+        runbook_url=runbook_url(cfg.alerts.runbook_base_url, name),
+    )

@@ -1,0 +1,200 @@
+"""KV cache and scheduler: cache usage, prefix-cache hits, preemptions, queueing, request
+phases, batch fill and admission rejections."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from infersight import promql as q
+from infersight.config import Config
+from infersight.dashboards.common import Query, Section, filters, render, timeseries
+from infersight.recording_rules import kv_cache as kv
+from infersight.recording_rules import serving as rec
+
+FILE = "vllm-kv-cache.json"
+VARIABLES = ("job", "model_name", "instance", "engine")
+_FM = filters("job", "model_name")
+_FI = filters("job", "model_name", "instance")
+_FE = filters(*VARIABLES)
+_WHO = "{{model_name}} @ {{instance}}"
+_WHO_ENGINE = _WHO + " e{{engine}}"
+
+
+def _usage(cfg: Config) -> Section:
+    fleet = [
+        Query(q.recorded(kv.usage_quantile(qv), _FM), f"p{qv * 100:g} {{{{model_name}}}}")
+        for qv in cfg.kv_cache.fleet_quantiles
+    ]
+    fleet.append(Query(q.recorded(kv.USAGE_MAX, _FM), "max {{model_name}}"))
+    thrash = cfg.kv_cache.alerts.thrash
+    return Section(
+        "KV cache",
+        [
+            timeseries(
+                "KV-cache usage per engine",
+                "Fraction of KV-cache blocks in use. Full is normal under load; it hurts only together "
+                "with preemptions or a growing queue.",
+                "percentunit",
+                [Query(q.recorded(rec.KV_USAGE_ENGINE, _FE), _WHO_ENGINE)],
+                width=8,
+                max_val=1,
+            ),
+            timeseries(
+                "Fleet KV-cache usage",
+                "Percentiles and maximum of KV usage across each model's engines.",
+                "percentunit",
+                fleet,
+                width=8,
+                max_val=1,
+            ),
+            timeseries(
+                "KV-cache usage oscillation",
+                f"Standard deviation of KV usage over {thrash.window}. High together with preemptions "
+                f"means thrash (alert threshold {thrash.usage_stddev:g}).",
+                "percentunit",
+                [Query(q.recorded(kv.usage_stddev(cfg), _FE), _WHO_ENGINE)],
+                width=8,
+            ),
+        ],
+    )
+
+
+def _prefix(cfg: Config) -> Section:
+    a = cfg.kv_cache.alerts.prefix_collapse
+    baseline = q.recorded(kv.prefix_hit_ratio(a.baseline_window), _FI)
+    return Section(
+        "Prefix cache",
+        [
+            timeseries(
+                "Prefix-cache hit ratio",
+                f"Hit tokens over queried tokens, from rates over {cfg.intervals.rate}, against the baseline "
+                f"the collapse alert compares with: the ratio over {a.baseline_window} ending {a.baseline_offset} "
+                "ago.",
+                "percentunit",
+                [
+                    Query(q.recorded(kv.prefix_hit_ratio(cfg.intervals.rate), _FI), _WHO),
+                    Query(f"{baseline} offset {cfg.d(a.baseline_offset)}", "baseline " + _WHO),
+                ],
+                max_val=1,
+            ),
+            timeseries(
+                "Prefix-cache lookups",
+                "Prompt tokens looked up in, and found in, the prefix cache per second.",
+                "short",
+                [
+                    Query(q.recorded(kv.prefix_rate(cfg, "queries"), _FI), "queried " + _WHO),
+                    Query(q.recorded(kv.prefix_rate(cfg, "hits"), _FI), "hit " + _WHO),
+                ],
+            ),
+        ],
+    )
+
+
+def _preemptions(cfg: Config) -> Section:
+    return Section(
+        "Preemptions",
+        [
+            timeseries(
+                "Preemptions per engine",
+                "Requests preempted per second: the engine ran out of KV blocks and evicted a running "
+                "request, whose work is recomputed later.",
+                "short",
+                [Query(q.recorded(kv.engine_preemptions(cfg), _FE), _WHO_ENGINE)],
+            ),
+            timeseries(
+                "Preemptions per finished request",
+                "Mean number of times each finished request was preempted.",
+                "short",
+                [Query(q.recorded(kv.preemptions_per_request(cfg), _FI), _WHO)],
+            ),
+        ],
+    )
+
+
+def _queue(cfg: Config) -> Section:
+    return Section(
+        "Queue",
+        [
+            timeseries(
+                "Queue depth",
+                "Requests running in the batch and waiting to be scheduled.",
+                "short",
+                [
+                    Query(q.recorded(rec.gauge_sum("vllm:num_requests_running"), _FI), "running " + _WHO),
+                    Query(q.recorded(rec.gauge_sum("vllm:num_requests_waiting"), _FI), "waiting " + _WHO),
+                ],
+                width=8,
+            ),
+            timeseries(
+                "Waiting by reason",
+                "capacity: no KV blocks or batch slots free; deferred: held back by the scheduler policy.",
+                "short",
+                [Query(q.recorded(kv.WAITING_BY_REASON, _FI), "{{reason}} " + _WHO)],
+                width=8,
+                stacked=True,
+            ),
+            timeseries(
+                "Queue growth",
+                f"Slope of the waiting queue over {cfg.intervals.rate}, requests per second. Positive for "
+                "long means demand exceeds capacity.",
+                "short",
+                [Query(q.recorded(kv.queue_growth(cfg), _FE), _WHO_ENGINE)],
+                width=8,
+                min_val=None,
+            ),
+        ],
+    )
+
+
+def _phases(cfg: Config) -> Section:
+    panels = [
+        timeseries(
+            f"{title} latency",
+            f"{title} p50/p95/p99 per model, from vLLM's histogram over {cfg.intervals.rate}.",
+            "s",
+            [
+                Query(q.recorded(rec.quantile(cfg, metric, "model", qv), _FM), f"p{round(qv * 100)} {{{{model_name}}}}")
+                for qv in kv.QUANTILES
+            ],
+            width=8,
+        )
+        for metric, title in kv.PHASE_HISTOGRAMS
+    ]
+    return Section("Request phases", panels)
+
+
+def _batch(cfg: Config) -> Section:
+    p95 = rec.quantile(cfg, kv.BATCH_TOKENS, "instance", 0.95)
+    return Section(
+        "Batch and admission",
+        [
+            timeseries(
+                "Batch fill (tokens per step)",
+                "Tokens processed per engine step (prefill and decode together), mean and p95.",
+                "short",
+                [
+                    Query(q.recorded(kv.batch_mean(cfg), _FI), "mean " + _WHO),
+                    Query(q.recorded(p95, _FI), "p95 " + _WHO),
+                ],
+            ),
+            timeseries(
+                "Admission rejections",
+                "Requests refused at admission because a queue limit (requests or tokens) was reached.",
+                "reqps",
+                [Query(q.recorded(kv.rejections(cfg), _FI), "{{reason}} " + _WHO)],
+            ),
+        ],
+    )
+
+
+def dashboards(cfg: Config) -> dict[str, dict[str, Any]]:
+    board = render(
+        cfg,
+        name="vllm-kv-cache",
+        title="vLLM / KV cache and scheduler",
+        description="KV-cache pressure, prefix caching, preemptions and queueing of vLLM engines (infersight).",
+        variables_from=rec.KV_USAGE_ENGINE,
+        variable_labels=VARIABLES,
+        sections=[_usage(cfg), _prefix(cfg), _preemptions(cfg), _queue(cfg), _phases(cfg), _batch(cfg)],
+    )
+    return {FILE: board}

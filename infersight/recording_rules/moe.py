@@ -1,0 +1,86 @@
+"""MoE expert-balance recording rules, per layer over ``moe.window``.
+
+They read the MoE exporter's counter of tokens routed to each (layer, expert). Every rank
+(a scrape target of its own) counts the tokens it routes, so the rules sum over ranks and
+instances: routing is a property of the model and its traffic, and one rank alone sees only
+a slice of it. A layer's *share* of an expert is the expert's tokens over the tokens routed in
+that layer, so shares sum to 1 per layer and uniform routing gives every expert 1/E.
+"""
+
+from __future__ import annotations
+
+from infersight import promql as q
+from infersight.config import Config
+from infersight.rules import RecordingRule, RuleGroup, record_name
+
+TOKENS = "infersight_moe_expert_tokens_total"
+LAYER = ("job", "model_name", "layer")
+EXPERT = (*LAYER, "expert")
+
+
+def _op(cfg: Config, prefix: str = "") -> str:
+    return f"{prefix}rate{cfg.moe.window}"
+
+
+def expert_rate(cfg: Config) -> str:
+    """Tokens/s routed to each expert."""
+    return record_name("expert", "infersight_moe_expert_tokens", _op(cfg))
+
+
+def layer_rate(cfg: Config) -> str:
+    """Tokens/s routed in each layer (top-k routing counts a token k times)."""
+    return record_name("layer", "infersight_moe_expert_tokens", _op(cfg))
+
+
+def layer_mean(cfg: Config) -> str:
+    """Mean tokens/s per expert of a layer: what every expert would get if routing were uniform."""
+    return record_name("layer", "infersight_moe_expert_tokens", _op(cfg, "mean_"))
+
+
+def share(cfg: Config) -> str:
+    return record_name("expert", "infersight_moe_expert_load_share", _op(cfg, "ratio_"))
+
+
+def relative_load(cfg: Config) -> str:
+    """An expert's load over its layer's mean: 1 is its fair share, 3 a hot expert."""
+    return record_name("expert", "infersight_moe_expert_load", _op(cfg, "relative_"))
+
+
+def cv(cfg: Config) -> str:
+    return record_name("layer", "infersight_moe_expert_load", _op(cfg, "cv_"))
+
+
+def max_over_mean(cfg: Config) -> str:
+    return record_name("layer", "infersight_moe_expert_load", _op(cfg, "max_over_mean_"))
+
+
+def balancedness(cfg: Config) -> str:
+    return record_name("layer", "infersight_moe_expert_load", _op(cfg, "balancedness_"))
+
+
+def share_variance(cfg: Config) -> str:
+    return record_name("layer", "infersight_moe_expert_load_share", _op(cfg, "variance_"))
+
+
+def per_layer(expert_expr: str, layer_expr: str) -> str:
+    """Divide each expert's series by its layer's."""
+    return f"{expert_expr}\n/ on ({', '.join(LAYER)}) group_left\n{layer_expr}"
+
+
+def groups(cfg: Config) -> list[RuleGroup]:
+    w = cfg.d(cfg.moe.window)
+    experts = q.recorded(expert_rate(cfg))
+    mean = q.recorded(layer_mean(cfg))
+    rules = [
+        RecordingRule(expert_rate(cfg), q.sum_by(EXPERT, q.rate(TOKENS, w, cfg.selectors.moe_exporter))),
+        RecordingRule(layer_rate(cfg), q.sum_by(LAYER, experts)),
+        RecordingRule(layer_mean(cfg), q.agg("avg", LAYER, experts)),
+        RecordingRule(share(cfg), per_layer(experts, q.recorded(layer_rate(cfg)))),
+        RecordingRule(relative_load(cfg), per_layer(experts, mean)),
+        # A layer without traffic divides 0 by 0: NaN, which no alert threshold matches.
+        RecordingRule(cv(cfg), f"{q.agg('stddev', LAYER, experts)}\n/\n{mean}"),
+        RecordingRule(max_over_mean(cfg), f"{q.agg('max', LAYER, experts)}\n/\n{mean}"),
+        RecordingRule(balancedness(cfg), f"{mean}\n/\n{q.agg('max', LAYER, experts)}"),
+        RecordingRule(share_variance(cfg), q.agg("stdvar", LAYER, q.recorded(share(cfg)))),
+    ]
+    return [RuleGroup("infersight-moe.rules", cfg.d(cfg.intervals.evaluation), tuple(rules))]

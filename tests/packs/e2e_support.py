@@ -1,0 +1,127 @@
+"""Helpers of the packs' end-to-end tests: the time-scaled profile they share, a load-generator
+run in a background thread, shipped scenarios with a longer fault stage, the dashboard check and
+an alert timeline for the log."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from infersight import bundle
+from infersight.config import Config, parse_config
+from infersight.durations import Duration
+from infersight.lint import dashboard_queries, substitute
+from infersight.loadgen.prompts import TokenizerVocabulary
+from infersight.loadgen.runner import RunOptions, RunOutcome, run
+from infersight.loadgen.scenario import Scenario, parse_scenario
+from infersight.stack.observed import ObservedStack, validation_profile
+from infersight.stack.process import ServiceError
+from infersight.stack.vllm_server import VLLMServer
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "loadgen" / "scenarios"
+
+
+def profile(overrides: dict[str, Any] | None = None) -> Config:
+    """The shipped defaults with every duration divided by 20, scraping and evaluating every 3 s.
+
+    Faster profiles break here: vLLM saturating both CPU cores (on a machine shared with other
+    test runs) stalls Prometheus's scrapes for seconds, and a 5 s rate window (factor 60) then
+    loses its samples and resets every for:. Here rate windows are 15 s and the longest for: 45 s."""
+    data: dict[str, Any] = {"intervals": {"scrape": "1m", "evaluation": "1m"}, **(overrides or {})}
+    return validation_profile(parse_config(data), time_scale=20)
+
+
+def with_longer_fault(file: str, seconds: int, **stage_changes: Any) -> Scenario:
+    """A shipped scenario whose fault stage lasts ``seconds`` (and takes ``stage_changes``)."""
+    data = yaml.safe_load((SCENARIOS / file).read_text())
+    stage = next(s for s in data["stages"] if s.get("fault"))
+    stage |= {"duration": f"{seconds}s", **stage_changes}
+    data["limits"]["max_duration"] = f"{sum(_seconds(s['duration']) for s in data['stages']) + 30}s"
+    data.pop("expect", None)  # its within: deadlines are for the shipped stage lengths
+    return parse_scenario(data, f"{file} (fault stage {seconds}s)")
+
+
+def _seconds(duration: str) -> int:
+    return int(Duration.parse(duration).total_seconds)
+
+
+def scenario_seconds(scenario: Scenario) -> float:
+    return sum(stage.duration.total_seconds for stage in scenario.stages)
+
+
+class Load:
+    """A loadgen run in a thread, so the test can watch Prometheus while it runs."""
+
+    def __init__(self, scenario: Scenario, server: VLLMServer, model_dir: Path, out: Path):
+        opts = RunOptions(
+            target=server.url,
+            out_dir=out,
+            vocabulary=TokenizerVocabulary(model_dir),
+            model=server.served_model_name,
+            handle_signals=False,
+        )
+        self.outcome: RunOutcome | None = None
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(scenario, opts), daemon=True)
+
+    def _run(self, scenario: Scenario, opts: RunOptions) -> None:
+        try:
+            self.outcome = run(scenario, opts)
+        except BaseException as exc:  # re-raised in the test's thread by finish()
+            self.error = exc
+
+    def start(self) -> Load:
+        self._thread.start()
+        return self
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def finish(self, timeout: float) -> dict[str, Any]:
+        self._thread.join(timeout)
+        assert not self._thread.is_alive(), f"load generator still running after {timeout}s"
+        if self.error is not None:
+            raise self.error
+        assert self.outcome is not None
+        return dict(self.outcome.run["summary"])
+
+
+def alert_timeline(stack: ObservedStack, names: tuple[str, ...], matchers: str, seconds: float) -> str:
+    """For the log, not asserted: each alert per evaluation over the last ``seconds``
+    (. inactive, p pending, F firing)."""
+    step = stack.cfg.d(stack.cfg.intervals.evaluation).total_seconds
+    end = time.time()
+    lines = []
+    for name in names:
+        marks = ["."] * max(1, int(seconds // step))
+        for state, mark in (("pending", "p"), ("firing", "F")):
+            expr = f'ALERTS{{alertname="{name}", alertstate="{state}"{matchers}}}'
+            for series in stack.prometheus.query_range(expr, end - seconds, end, step):
+                for ts, _ in series["values"]:
+                    marks[min(int((float(ts) - end + seconds) // step), len(marks) - 1)] = mark
+        lines.append(f"{name:40} {''.join(marks)}")
+    return "\n".join(lines)
+
+
+def assert_every_query_answers(stack: ObservedStack, board_file: str, timeout: float = 90) -> None:
+    """Each query of the dashboard returns data at least once (a scrape may still be late)."""
+    board = bundle.dashboards(stack.cfg)[board_file]
+    queries = {where: substitute(expr) for where, expr in dashboard_queries(board)}
+    assert len(queries) > 5
+    answered: set[str] = set()
+
+    def all_answered() -> bool:
+        answered.update(w for w, expr in queries.items() if w not in answered and stack.prometheus.query(expr))
+        return answered == set(queries)
+
+    try:
+        stack.prometheus.wait_until(all_answered, timeout=timeout, what=f"data for every query of {board_file}")
+    except ServiceError:
+        missing = "\n".join(f"{w}: {queries[w]}" for w in sorted(set(queries) - answered))
+        pytest.fail(f"{board_file}: queries without data:\n{missing}")
