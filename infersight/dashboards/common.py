@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from grafana_foundation_sdk.builders import common as common_builders
 from grafana_foundation_sdk.builders.dashboard import (
@@ -77,6 +77,22 @@ def _thresholds(steps: Sequence[tuple[float | None, str]]) -> ThresholdsConfig:
     return ThresholdsConfig().mode(dm.ThresholdsMode.ABSOLUTE).steps([dm.Threshold(value=v, color=c) for v, c in steps])
 
 
+P = TypeVar("P", TimeseriesPanel, StatPanel, HeatmapPanel)
+
+
+def _basics(panel: P, title: str, description: str, unit: str, queries: Sequence[Query], width: int, height: int) -> P:
+    """What every panel carries: title, description, unit, the $datasource and a grid size."""
+    return (
+        panel.title(title)
+        .description(description)
+        .unit(unit)
+        .datasource(DATASOURCE)
+        .targets(_targets(queries))
+        .span(width)
+        .height(height)
+    )
+
+
 def timeseries(
     title: str,
     description: str,
@@ -90,14 +106,7 @@ def timeseries(
     stacked: bool = False,
 ) -> TimeseriesPanel:
     panel = (
-        TimeseriesPanel()
-        .title(title)
-        .description(description)
-        .unit(unit)
-        .datasource(DATASOURCE)
-        .targets(_targets(queries))
-        .span(width)
-        .height(height)
+        _basics(TimeseriesPanel(), title, description, unit, queries, width, height)
         .fill_opacity(10)
         .legend(
             common_builders.VizLegendOptions()
@@ -128,14 +137,7 @@ def stat(
     decimals: int | None = None,
 ) -> StatPanel:
     panel = (
-        StatPanel()
-        .title(title)
-        .description(description)
-        .unit(unit)
-        .datasource(DATASOURCE)
-        .targets(_targets(queries))
-        .span(width)
-        .height(height)
+        _basics(StatPanel(), title, description, unit, queries, width, height)
         .graph_mode(BigValueGraphMode.AREA)
         .reduce_options(common_builders.ReduceDataOptions().calcs(["lastNotNull"]).values(False))
         .thresholds(_thresholds(thresholds))
@@ -171,14 +173,7 @@ def heatmap(
     if max_val is not None:
         color = color.max(max_val)
     return (
-        HeatmapPanel()
-        .title(title)
-        .description(description)
-        .unit(unit)
-        .datasource(DATASOURCE)
-        .targets(_targets(queries))
-        .span(width)
-        .height(height)
+        _basics(HeatmapPanel(), title, description, unit, queries, width, height)
         .calculate(False)
         .rows_frame(RowsHeatmapOptions().layout(HeatmapCellLayout.UNKNOWN))
         .color(color)
