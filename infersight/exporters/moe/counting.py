@@ -20,6 +20,21 @@ from dataclasses import dataclass
 
 import torch
 
+_ones_lock = threading.Lock()
+_ones: dict[tuple[str, int], torch.Tensor] = {}
+
+
+def shared_ones(size: int, device: torch.device) -> torch.Tensor:
+    """A constant ones vector, one per device and size, shared by every layer: preallocated so the
+    step adds no fill kernel (it is sliced, a view, to the batch), and shared so 60 layers do not
+    hold 60 copies."""
+    key = (str(device), size)
+    with _ones_lock:
+        ones = _ones.get(key)
+        if ones is None:
+            ones = _ones[key] = torch.ones(size, dtype=torch.int64, device=device)
+        return ones
+
 
 @dataclass(frozen=True)
 class LayerKey:
@@ -38,8 +53,7 @@ class LayerCounter:
         self.num_experts = num_experts
         self.top_k = top_k
         self.counts = torch.zeros(num_experts + 1, dtype=torch.int64, device=device)
-        # Preallocated so the step adds no fill kernel; sliced (a view) to the batch size.
-        self._ones = torch.ones(max_rows * top_k, dtype=torch.int64, device=device)
+        self._ones = shared_ones(max_rows * top_k, self.counts.device)
 
     @property
     def sink(self) -> int:

