@@ -42,8 +42,8 @@ def exposure_warnings(host: str, web: WebConfig) -> list[str]:
     warnings = []
     if not web.auth_enabled:
         warnings.append(
-            f"listening on {where} without authentication: anyone who can reach this port can read GPU and "
-            "process metrics; set basic_auth_users (and tls_server_config) in --web-config-file"
+            f"listening on {where} without authentication: anyone who can reach this port can read this "
+            "exporter's metrics; set basic_auth_users (and tls_server_config) in --web-config-file"
         )
     if web.basic_auth_users and web.tls is None:
         warnings.append(f"basic auth on {where} without TLS sends passwords in clear text; add tls_server_config")
