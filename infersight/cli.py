@@ -9,7 +9,14 @@ import sys
 from collections.abc import Sequence
 
 # Modules that provide add_parser(subparsers) -> None and set `func` on their parser.
-COMMAND_MODULES: tuple[str, ...] = ("infersight.commands.build",)
+COMMAND_MODULES: tuple[str, ...] = (
+    "infersight.commands.build",
+    "infersight.commands.deploy",
+    "infersight.commands.exporter",
+    "infersight.commands.loadgen",
+    "infersight.commands.validate",
+    "infersight.commands.up",
+)
 
 
 def make_parser() -> argparse.ArgumentParser:

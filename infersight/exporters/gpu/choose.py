@@ -43,8 +43,10 @@ def open_backend(
     """Raises BackendUnavailable (with what to do) or ScenarioError (with what is wrong)."""
     if name not in BACKENDS:
         raise BackendUnavailable(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
-    if (scenario is not None or control_file is not None) and name != "fake":
-        raise BackendUnavailable("--scenario and --control-file only apply to --backend fake")
+    if scenario is not None and name != "fake":
+        raise BackendUnavailable("--scenario only applies to --backend fake")
+    if control_file is not None and name != "fake":
+        raise BackendUnavailable("--control-file only applies to --backend fake")
     if name == "fake":
         if scenario is None:
             raise BackendUnavailable("--backend fake needs --scenario NAME|FILE (e.g. steady, leak, gpu_lost)")
