@@ -12,7 +12,7 @@ from infersight import promql as q
 from infersight.config import Config
 from infersight.durations import Duration
 from infersight.recording_rules import serving as rec
-from infersight.rules import RecordingRule, RuleGroup, record_name
+from infersight.rules import Alert, RecordingRule, RuleGroup, record_name, split_groups
 
 ENGINE, INSTANCE, MODEL = rec.ENGINE, rec.INSTANCE, rec.MODEL
 KV_USAGE = "vllm:kv_cache_usage_perc"
@@ -179,10 +179,19 @@ def histogram_rules(cfg: Config, metric: str, quantiles: tuple[float, ...]) -> l
     return rules
 
 
+def _phase_group_name(metric: str) -> str:
+    """vllm:request_queue_time_seconds -> infersight-kv-cache-queue-time"""
+    phase = metric.removeprefix("vllm:request_").removesuffix("_seconds").replace("_", "-")
+    return f"infersight-kv-cache-{phase}"
+
+
 def groups(cfg: Config) -> list[RuleGroup]:
-    histograms: list[RecordingRule] = []
+    """One group for usage, scheduler and prefix cache, one for batch fill and one per request-phase
+    histogram: each within a Mimir ruler's 20 rules per group; no rule reads a later group of this pack."""
+    interval = cfg.d(cfg.intervals.evaluation)
+    rules: list[RecordingRule | Alert] = [*_usage_rules(cfg), *_scheduler_rules(cfg), *_prefix_rules(cfg)]
+    out = split_groups("infersight-kv-cache", interval, rules)
+    out += split_groups("infersight-kv-cache-batch", interval, [*histogram_rules(cfg, BATCH_TOKENS, BATCH_QUANTILES)])
     for metric, _ in PHASE_HISTOGRAMS:
-        histograms += histogram_rules(cfg, metric, QUANTILES)
-    histograms += histogram_rules(cfg, BATCH_TOKENS, BATCH_QUANTILES)
-    rules = [*_usage_rules(cfg), *_scheduler_rules(cfg), *_prefix_rules(cfg), *histograms]
-    return [RuleGroup("infersight-kv-cache.rules", cfg.d(cfg.intervals.evaluation), tuple(rules))]
+        out += split_groups(_phase_group_name(metric), interval, [*histogram_rules(cfg, metric, QUANTILES)])
+    return out

@@ -3,8 +3,6 @@ groups within Mimir's default limits (a ruler shards by group)."""
 
 from __future__ import annotations
 
-import pytest
-
 from infersight.deploy import scaleout
 from infersight.deploy.view import BundleView
 from infersight.output import dump_yaml
@@ -20,9 +18,6 @@ def test_group_names_are_unique_and_groups_fit_a_tenant(built: dict[str, str]) -
     assert not problems, "\n".join(problems)
 
 
-# Known: the serving and kv_cache packs ship recording groups of 27-47 rules. strict: this test
-# fails as soon as they are split, so the marker must then go.
-@pytest.mark.xfail(strict=True, reason="serving and kv_cache recording groups exceed 20 rules; split them")
 def test_groups_fit_mimirs_default_rules_per_group(built: dict[str, str]) -> None:
     problems = [p for p in scaleout.problems(BundleView.of(built)) if "per group" in p]
     assert not problems, "\n".join(problems)
