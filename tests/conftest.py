@@ -12,7 +12,7 @@ import pytest
 from hypothesis import settings
 
 from infersight.stack.tiny_models import SERVED_NAMES, ensure_tiny_model
-from infersight.stack.vllm_server import SMALL_KV_ARGS, VLLMServer
+from infersight.stack.vllm_server import BATCHED_STREAMING_ARGS, SMALL_KV_ARGS, VLLMServer
 
 # Two shared cores and real services beside: per-example deadlines would only measure load.
 settings.register_profile("infersight", deadline=None)
@@ -38,7 +38,8 @@ def tiny_moe_model() -> Path:
 def vllm_moe_small_kv(stack_dir: Path, tiny_moe_model: Path) -> Iterator[VLLMServer]:
     """The shared engine: tiny MoE with an 8-block KV cache, saturable on purpose.
     Tests must not kill it; start a dedicated server for fault tests that stop the engine."""
-    server = VLLMServer(tiny_moe_model, SERVED_NAMES["moe"], stack_dir / "vllm-shared", extra_args=SMALL_KV_ARGS)
+    args = (*SMALL_KV_ARGS, *BATCHED_STREAMING_ARGS)
+    server = VLLMServer(tiny_moe_model, SERVED_NAMES["moe"], stack_dir / "vllm-shared", extra_args=args)
     server.start()
     try:
         yield server

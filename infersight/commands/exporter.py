@@ -67,6 +67,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="NAME|FILE",
         help=f"fake backend only: a scenario file or a bundled name ({', '.join(bundled_names())})",
     )
+    p.add_argument(
+        "--control-file",
+        type=Path,
+        metavar="FILE",
+        help='fake backend only: JSON {"gpu": 0, "leak_mib_per_second": 64} read at every collection, to start '
+        "and stop a leak at run time (infersight validate writes it)",
+    )
     p.add_argument("--listen-address", default=DEFAULT_HOST, help=f"bind address (default {DEFAULT_HOST})")
     p.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"listen port (default {DEFAULT_PORT})")
     p.add_argument("--interval", type=_interval, default=Duration.parse("5s"), help="sampling interval (default 5s)")
@@ -110,6 +117,7 @@ def run_gpu(args: argparse.Namespace) -> int:
             scenario=args.scenario,
             dcgm_address=args.dcgm_address,
             interval_s=args.interval.total_seconds,
+            control_file=args.control_file,
         )
     except (WebConfigError, ScenarioError, BackendUnavailable) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)

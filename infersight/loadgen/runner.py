@@ -7,6 +7,7 @@ Ctrl-C/SIGTERM (partial results, ``ended: interrupted``) and at the scenario's d
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import signal
 import time
@@ -43,6 +44,9 @@ class RunOptions:
     # Tests inject a sender (no HTTP) to drive the scheduler; None means the streaming client.
     sender: Sender | None = None
     clock: Callable[[], float] = field(default=time.perf_counter)
+    # Called once as the clock starts, with the run's start as a Unix time and a thread-safe
+    # stop: `infersight validate` times its fault actions from it and stops the run on Ctrl-C.
+    on_start: Callable[[float, Callable[[], None]], None] | None = None
 
 
 @dataclass
@@ -70,6 +74,16 @@ def _install_stop_signals(scheduler: Scheduler) -> list[signal.Signals]:
         except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals
             pass
     return installed
+
+
+def _threadsafe_stop(scheduler: Scheduler) -> Callable[[], None]:
+    loop = asyncio.get_running_loop()
+
+    def stop() -> None:
+        with contextlib.suppress(RuntimeError):  # the run already ended and its loop closed
+            loop.call_soon_threadsafe(scheduler.stop, "interrupted")
+
+    return stop
 
 
 async def run_async(scenario: Scenario, opts: RunOptions) -> RunOutcome:
@@ -106,6 +120,8 @@ async def run_async(scenario: Scenario, opts: RunOptions) -> RunOutcome:
         scheduler = Scheduler(planner, plan, send, clock=opts.clock)
         signals = _install_stop_signals(scheduler) if opts.handle_signals else []
         t0 = opts.clock() + START_LEAD_S
+        if opts.on_start is not None:
+            opts.on_start(time.time() + (t0 - opts.clock()), _threadsafe_stop(scheduler))
         live = (
             asyncio.create_task(LiveProgress(scenario, scheduler.state).run(t0, opts.clock)) if opts.progress else None
         )

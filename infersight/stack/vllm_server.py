@@ -13,6 +13,11 @@ from infersight.stack.process import ManagedProcess
 # Sizes that make the tiny models' KV cache saturable on 2 cores (DESIGN.md): 8 blocks of
 # 128 tokens, so a few dozen long streams preempt for real.
 SMALL_KV_ARGS = ("--num-gpu-blocks-override", "8", "--max-model-len", "512")
+# One SSE chunk per 8 tokens (the first token still goes out at once, so TTFT is unchanged; the
+# load generator reads ITL from usage deltas). On 2 cores vLLM pins its engine to one core and
+# everything else shares the other: per-token chunks there cost the API server and the client
+# enough CPU to starve Prometheus's scrapes and rule evaluations under load.
+BATCHED_STREAMING_ARGS = ("--stream-interval", "8")
 
 
 class VLLMServer:

@@ -1,0 +1,122 @@
+"""The action executor: performs a scenario's ``actions:`` at their offsets from the run's start,
+one after another in a thread of its own, and records how each went.
+
+An action whose hook is missing is ``skipped`` (with the reason); a hook that raises is ``failed``
+(with its message); an action the run ended before is ``skipped``. A GPU leak still growing when
+the scenario ends is stopped by :meth:`ActionExecutor.finish`, so one scenario's leak never
+becomes the next one's false positive.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+from infersight.loadgen.scenario import Action, GpuLeakStart
+from infersight.validate.controls import ControlError, Controls, Hook
+from infersight.validate.timeline import ActionOutcome
+
+log = logging.getLogger(__name__)
+
+
+class ActionExecutor:
+    def __init__(self, actions: Sequence[Action], controls: Controls, clock: Callable[[], float] = time.time):
+        self.actions = sorted(actions, key=lambda a: a.at)
+        self.controls = controls
+        self._clock = clock
+        self._cancel = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._outcomes: list[ActionOutcome] = []
+        self._leaking = False
+        self._running: tuple[Action, float, float] | None = None
+
+    @property
+    def outcomes(self) -> list[ActionOutcome]:
+        with self._lock:
+            return list(self._outcomes)
+
+    def _hook(self, action: Action) -> Hook | None:
+        c = self.controls
+        leak = c.gpu_leak
+        if action.do in ("gpu_leak_start", "gpu_leak_stop"):
+            if leak is None:
+                return None
+            rate = action.mib_per_second if isinstance(action, GpuLeakStart) else 0.0
+            return lambda: leak(rate)
+        hooks: dict[str, Hook | None] = {
+            "server_kill": c.server_kill,
+            "target_down": c.target_down,
+            "target_up": c.target_up,
+        }
+        return hooks[action.do]
+
+    def perform(self, action: Action, planned_at: float) -> ActionOutcome:
+        """Run one action now (no waiting); never raises for a hook's failure."""
+        hook = self._hook(action)
+        if hook is None:
+            return ActionOutcome(
+                action.name, action.do, planned_at, "skipped", detail=self.controls.reason_missing(action.do)
+            )
+        started = self._clock()
+        self._running = (action, planned_at, started)
+        log.info("action %s (%s)", action.name, action.do)
+        try:
+            hook()
+        except ControlError as exc:
+            return ActionOutcome(action.name, action.do, planned_at, "failed", started, self._clock(), str(exc))
+        finally:
+            self._running = None
+        if action.do == "gpu_leak_start":
+            self._leaking = True
+        elif action.do == "gpu_leak_stop":
+            self._leaking = False
+        return ActionOutcome(action.name, action.do, planned_at, "done", started, self._clock())
+
+    def _record(self, outcome: ActionOutcome) -> None:
+        with self._lock:
+            self._outcomes.append(outcome)
+
+    def _run(self, run_start: float) -> None:
+        for action in self.actions:
+            planned = run_start + action.at.total_seconds
+            if self._cancel.wait(max(0.0, planned - self._clock())):
+                self._record(ActionOutcome(action.name, action.do, planned, "skipped", detail="the run ended first"))
+                continue
+            self._record(self.perform(action, planned))
+
+    def start(self, run_start: float) -> None:
+        """Start performing the actions, timed from ``run_start`` (Unix time)."""
+        if self.actions:
+            self._thread = threading.Thread(target=self._run, args=(run_start,), name="fault-actions", daemon=True)
+            self._thread.start()
+
+    @property
+    def busy(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def wait(self, timeout: float) -> bool:
+        """Wait for every action to be performed; False if still busy after ``timeout`` s."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return not self.busy
+
+    def finish(self, timeout: float = 0.0) -> list[ActionOutcome]:
+        """Skip what has not started, wait up to ``timeout`` s for a running hook, stop a leak left
+        growing; every outcome so far."""
+        self._cancel.set()
+        self.wait(timeout)
+        running = self._running
+        if self.busy and running is not None:
+            action, planned, started = running
+            detail = f"still running {self._clock() - started:.0f}s after it started, when the scenario ended"
+            self._record(ActionOutcome(action.name, action.do, planned, "failed", started, None, detail))
+        if self._leaking and self.controls.gpu_leak is not None:
+            try:
+                self.controls.gpu_leak(0.0)
+                self._leaking = False
+            except ControlError as exc:
+                log.warning("could not stop the GPU leak after the scenario: %s", exc)
+        return self.outcomes

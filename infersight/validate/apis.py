@@ -1,0 +1,75 @@
+"""Clients of the HTTP APIs the validator reads: Prometheus (alerts, rules, queries) and
+Alertmanager (alerts). Every failure is an :class:`ApiError` naming the URL, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+from typing import Any
+
+from infersight.stack.service import HttpApi
+
+
+class ApiError(RuntimeError):
+    """A Prometheus or Alertmanager API call failed or answered something unexpected."""
+
+
+class _Client(HttpApi):
+    def __init__(self, url: str, timeout: float = 10.0):
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+
+    def _call(self, path: str, params: dict[str, str] | None = None) -> Any:
+        try:
+            return self._get(path, params, timeout=self.timeout)
+        except urllib.error.HTTPError as exc:
+            raise ApiError(f"GET {self.url}{path} answered {exc.code}") from None
+        except (urllib.error.URLError, OSError, TimeoutError) as exc:
+            raise ApiError(f"GET {self.url}{path} failed: {getattr(exc, 'reason', exc)}") from None
+        except json.JSONDecodeError:
+            raise ApiError(f"GET {self.url}{path} did not answer JSON") from None
+
+
+class PrometheusApi(_Client):
+    def _data(self, path: str, params: dict[str, str] | None = None) -> Any:
+        answer = self._call(path, params)
+        if not isinstance(answer, dict) or answer.get("status") != "success":
+            error = answer.get("error") if isinstance(answer, dict) else answer
+            raise ApiError(f"{self.url}{path}: {error}")
+        return answer["data"]
+
+    def ready(self) -> bool:
+        try:
+            self._open(f"{self.url}/-/ready", self.timeout)
+        except (urllib.error.URLError, OSError, TimeoutError):
+            return False
+        return True
+
+    def alerts(self) -> list[dict[str, Any]]:
+        """Pending and firing alerts (``/api/v1/alerts``)."""
+        alerts: list[dict[str, Any]] = self._data("/api/v1/alerts")["alerts"]
+        return alerts
+
+    def alert_rules(self) -> list[dict[str, Any]]:
+        """Every alerting rule loaded (``/api/v1/rules?type=alert``)."""
+        groups = self._data("/api/v1/rules", {"type": "alert"})["groups"]
+        return [rule for group in groups for rule in group["rules"] if rule.get("type") == "alerting"]
+
+    def query(self, expr: str, at: float | None = None) -> list[dict[str, Any]]:
+        params = {"query": expr} | ({"time": f"{at:.3f}"} if at is not None else {})
+        result: list[dict[str, Any]] = self._data("/api/v1/query", params)["result"]
+        return result
+
+    def query_range(self, expr: str, start: float, end: float, step: float) -> list[dict[str, Any]]:
+        params = {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"}
+        result: list[dict[str, Any]] = self._data("/api/v1/query_range", params)["result"]
+        return result
+
+
+class AlertmanagerApi(_Client):
+    def alerts(self) -> list[dict[str, Any]]:
+        """Active alerts (``/api/v2/alerts``), silenced and inhibited ones included: they arrived."""
+        answer = self._call("/api/v2/alerts", {"active": "true", "silenced": "true", "inhibited": "true"})
+        if not isinstance(answer, list):
+            raise ApiError(f"{self.url}/api/v2/alerts did not answer a list")
+        return answer

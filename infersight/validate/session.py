@@ -1,0 +1,282 @@
+"""One scenario end to end, and a suite of them:
+
+1. settle: wait (bounded) until no alert about this target is pending or firing, so one
+   scenario's alerts do not count against the next;
+2. watch Prometheus and Alertmanager, send the scenario's load (in a thread, timed by the
+   load generator's own clock) and perform its actions at their offsets;
+3. after the load, keep watching until every ``fire`` deadline has passed (or every one is met)
+   and the actions are done, plus a little grace for the last evaluation;
+4. judge (evaluator), and read back the series the report plots.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from infersight.config import Config
+from infersight.loadgen import runner
+from infersight.loadgen.prompts import Vocabulary
+from infersight.loadgen.scenario import Scenario
+from infersight.loadgen.target import TargetError
+from infersight.stack.process import http_get
+from infersight.validate import evaluator, monitoring_health, series
+from infersight.validate.actions import ActionExecutor
+from infersight.validate.apis import AlertmanagerApi, ApiError, PrometheusApi
+from infersight.validate.controls import Controls
+from infersight.validate.timeline import ActionOutcome, AlertInterval
+from infersight.validate.watcher import AlertWatcher
+
+log = logging.getLogger(__name__)
+
+
+class SessionError(RuntimeError):
+    """The target or the monitoring stack cannot be used; nothing was judged."""
+
+
+@dataclass(frozen=True)
+class Target:
+    url: str  # base URL, already checked by loadgen.target.check_target
+    model: str
+    instance: str  # its instance label in Prometheus (host:port)
+    vocabulary: Vocabulary
+    controls: Controls = field(default_factory=Controls)
+
+
+def served_model(url: str) -> str:
+    """The first model ``GET /v1/models`` lists; SessionError when the target does not answer."""
+    status, body = http_get(f"{url}/v1/models", timeout=10)
+    if status != 200:
+        raise SessionError(f"{url}/v1/models answered {status or 'nothing'}; is vLLM up at --target?")
+    try:
+        return str(json.loads(body)["data"][0]["id"])
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise SessionError(f"{url}/v1/models listed no model") from None
+
+
+def instance_of(url: str) -> str:
+    return urlsplit(url).netloc
+
+
+@dataclass
+class Monitoring:
+    prometheus: PrometheusApi
+    alertmanager: AlertmanagerApi | None
+    cfg: Config  # names the recording rules the report reads
+    time_scale: float
+    settle_timeout_s: float = 45.0
+    poll_s: float = 0.5
+    grace_s: float = 3.0  # after the deadlines: a couple of evaluations and one Alertmanager push
+    action_timeout_s: float = 330.0  # a target_up waits for vLLM's start (60-90 s here, 300 s at most)
+
+    def check(self) -> None:
+        try:
+            self.prometheus.alerts()
+            if self.alertmanager is not None:
+                self.alertmanager.alerts()
+        except ApiError as exc:
+            raise SessionError(str(exc)) from None
+
+
+@dataclass
+class ScenarioRun:
+    scenario: Scenario
+    source: str
+    target: Target
+    window: evaluator.RunWindow
+    outcomes: list[ActionOutcome]
+    intervals: list[AlertInterval]
+    other_target: list[AlertInterval]  # seen, but about another vLLM
+    verdict: evaluator.ScenarioVerdict
+    load: dict[str, Any]  # the load generator's results.json
+    results_dir: Path
+    panels: list[series.PanelData]
+    server_ttft: series.ServerTTFT
+    notes: list[str]
+    poll_max_gap_s: float
+    poll_errors: int
+
+
+class _Load:
+    """The load generator in a thread; its start time and stop come back through ``on_start``."""
+
+    def __init__(self, scenario: Scenario, opts: runner.RunOptions, on_start: Callable[[float], None]):
+        self.started = threading.Event()
+        self.start_time = 0.0
+        self.stop: Callable[[], None] = lambda: None
+        self.outcome: runner.RunOutcome | None = None
+        self.error: BaseException | None = None
+        self._on_start = on_start
+        opts.on_start = self._started
+        self._thread = threading.Thread(target=self._run, args=(scenario, opts), name="loadgen", daemon=True)
+
+    def _started(self, t0: float, stop: Callable[[], None]) -> None:
+        self.start_time, self.stop = t0, stop
+        self.started.set()
+        self._on_start(t0)
+
+    def _run(self, scenario: Scenario, opts: runner.RunOptions) -> None:
+        try:
+            self.outcome = runner.run(scenario, opts)
+        except BaseException as exc:  # handed to the caller's thread by result()
+            self.error = exc
+        finally:
+            self.started.set()
+
+    def begin(self) -> _Load:
+        self._thread.start()
+        return self
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
+
+
+def _fire_deadline(scenario: Scenario, start: float) -> float:
+    if scenario.expect is None or not scenario.expect.fire:
+        return start
+    return max(start + scenario.fault_for(e)[1].total_seconds + e.within.total_seconds for e in scenario.expect.fire)
+
+
+def settle(mon: Monitoring, scope: evaluator.Scope) -> list[str]:
+    """Wait until no in-scope alert is pending or firing; what is still active after the timeout."""
+    deadline = time.monotonic() + mon.settle_timeout_s
+    active: list[str] = []
+    while True:
+        try:
+            raw = mon.prometheus.alerts()
+        except ApiError as exc:
+            raise SessionError(f"Prometheus stopped answering: {exc}") from None
+        seen = [AlertInterval(a["labels"].get("alertname", "?"), a["labels"], 0.0) for a in raw]
+        active = sorted({i.describe() for i in seen if scope(i)})
+        if not active or time.monotonic() > deadline:
+            return active
+        time.sleep(mon.poll_s)
+
+
+def run_scenario(scenario: Scenario, source: str, target: Target, mon: Monitoring, results_dir: Path) -> ScenarioRun:
+    scope = evaluator.target_scope(target.instance, target.model)
+    notes: list[str] = []
+    still_active = settle(mon, scope)
+    if still_active:
+        notes.append(
+            f"still active after {mon.settle_timeout_s:g}s of settling (carried over): {', '.join(still_active)}"
+        )
+    iterations_before = monitoring_health.rule_iterations(mon.prometheus.url)
+    watcher = AlertWatcher(mon.prometheus, mon.alertmanager, poll_s=mon.poll_s).start()
+    executor = ActionExecutor(scenario.actions, target.controls)
+    opts = runner.RunOptions(
+        target=target.url,
+        out_dir=results_dir,
+        vocabulary=target.vocabulary,
+        model=target.model,
+        handle_signals=False,
+    )
+    load = _Load(scenario, opts, executor.start).begin()
+    try:
+        while load.running:
+            load.join(0.5)
+        if load.error is not None:
+            if isinstance(load.error, TargetError):
+                raise SessionError(str(load.error))
+            raise load.error
+        assert load.outcome is not None
+        start = load.start_time
+        load_end = time.time()
+        _observe(scenario, mon, watcher, executor, start, load_end, scope)
+    except BaseException:
+        load.stop()
+        load.join(30)
+        executor.finish()
+        watcher.stop()
+        raise
+    outcomes = executor.finish(timeout=0)
+    watcher.stop()
+    end = time.time()
+    window = evaluator.RunWindow.of(scenario, start, load_end, end)
+    every = watcher.intervals()
+    verdict = evaluator.evaluate(
+        scenario, window, outcomes, every, scope, watch_alertmanager=mon.alertmanager is not None
+    )
+    panel_data, errors = series.fetch(mon.prometheus, series.panels(mon.cfg, target.instance), start - 5, end)
+    notes += [f"series not read: {e}" for e in errors]
+    ttft = series.server_ttft(mon.prometheus, target.instance, start, min(end, load_end + 2 * mon.grace_s))
+    if watcher.errors:
+        notes.append(f"{len(watcher.errors)} polls failed, e.g. {watcher.errors[0]}")
+    iterations_after = monitoring_health.rule_iterations(mon.prometheus.url)
+    failed, scrapes = monitoring_health.failed_scrapes(mon.prometheus, start, end)
+    health = monitoring_health.Health(
+        iterations_after - iterations_before if iterations_after and iterations_before else None, failed, scrapes
+    )
+    notes += health.notes()
+    return ScenarioRun(
+        scenario=scenario,
+        source=source,
+        target=target,
+        window=window,
+        outcomes=outcomes,
+        intervals=[i for i in every if scope(i)],
+        other_target=[i for i in every if not scope(i)],
+        verdict=verdict,
+        load=load.outcome.run,
+        results_dir=results_dir,
+        panels=panel_data,
+        server_ttft=ttft,
+        notes=notes,
+        poll_max_gap_s=watcher.max_gap_s,
+        poll_errors=len(watcher.errors),
+    )
+
+
+def _observe(
+    scenario: Scenario,
+    mon: Monitoring,
+    watcher: AlertWatcher,
+    executor: ActionExecutor,
+    start: float,
+    load_end: float,
+    scope: evaluator.Scope,
+) -> None:
+    """Keep watching after the load until the fire deadlines pass (or all are met) and the actions
+    are done (bounded), then for the grace period."""
+    deadline = _fire_deadline(scenario, start)
+    actions_deadline = time.time() + mon.action_timeout_s
+    while True:
+        now = time.time()
+        window = evaluator.RunWindow.of(scenario, start, load_end, now)
+        verdict = evaluator.evaluate(
+            scenario, window, executor.outcomes, watcher.intervals(), scope, mon.alertmanager is not None
+        )
+        fires = [e for e in verdict.expectations if e.kind == "fire"]
+        all_met = all(e.status == "met" for e in fires)
+        if (now >= deadline or all_met) and (not executor.busy or now >= actions_deadline):
+            break
+        time.sleep(mon.poll_s)
+    time.sleep(mon.grace_s)
+
+
+def run_suite(
+    scenarios: Sequence[tuple[Scenario, str, Target]],
+    mon: Monitoring,
+    results_root: Path,
+    on_done: Callable[[ScenarioRun], None] = lambda _: None,
+) -> list[ScenarioRun]:
+    """Run each (scenario, source, target) in turn; ``on_done`` sees each result as it lands."""
+    mon.check()
+    runs = []
+    for scenario, source, target in scenarios:
+        log.info("scenario %s against %s", scenario.name, target.url)
+        run = run_scenario(scenario, source, target, mon, results_root / scenario.name)
+        on_done(run)
+        runs.append(run)
+    return runs

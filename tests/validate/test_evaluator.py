@@ -1,0 +1,156 @@
+"""The evaluator on synthetic alert timelines: expectations met/missed/skipped, time to detect,
+false positives on healthy traffic, and the per-alert figures across scenarios."""
+
+from __future__ import annotations
+
+import pytest
+
+from infersight.validate.evaluator import evaluate, summarize, target_scope
+
+from .timelines import INSTANCE, LEAK, MODEL, TARGET_DOWN, TTFT_BURN, action, alert, healthy, overload, target_down
+from .timelines import window as win
+
+
+def test_fire_within_the_window_is_met_with_its_time_to_detect() -> None:
+    sc = overload()
+    verdict = evaluate(sc, win(sc), [], [alert(TTFT_BURN, pending=30, firing=42.5, resolved=70)])
+    fire = verdict.expectations[0]
+    assert (fire.kind, fire.status, fire.fault) == ("fire", "met", "overload")
+    assert fire.fault_offset_s == 20
+    assert fire.ttd_s == pytest.approx(22.5)  # overload starts at 20 s, fires at 42.5 s
+    assert fire.received_s == pytest.approx(23.0)
+    assert [e.status for e in verdict.expectations[1:]] == ["met", "met"]  # quiet in baseline, no GPU alert
+    assert verdict.false_positives == []
+    assert verdict.healthy_s == 20  # the baseline, before the first fault
+
+
+def test_firing_after_within_is_missed_and_says_how_late() -> None:
+    sc = overload()
+    verdict = evaluate(sc, win(sc, extra_s=30), [], [alert(TTFT_BURN, pending=40, firing=55)])
+    fire = verdict.expectations[0]
+    assert fire.status == "missed"
+    assert "35.0s after overload" in fire.detail and "within 30s" in fire.detail
+    assert verdict.missed == [fire]
+
+
+def test_pending_that_never_fires_is_missed() -> None:
+    sc = overload()
+    verdict = evaluate(sc, win(sc), [], [alert(TTFT_BURN, pending=25, firing=None, resolved=28)])
+    assert verdict.expectations[0].status == "missed"
+    assert "never fired" in verdict.expectations[0].detail
+
+
+def test_firing_without_reaching_alertmanager_is_missed_unless_it_is_not_watched() -> None:
+    sc = overload()
+    seen = [alert(TTFT_BURN, pending=30, firing=40, to_alertmanager=None)]
+    assert evaluate(sc, win(sc), [], seen).expectations[0].status == "missed"
+    assert "never reached Alertmanager" in evaluate(sc, win(sc), [], seen).expectations[0].detail
+    assert evaluate(sc, win(sc), [], seen, watch_alertmanager=False).expectations[0].status == "met"
+
+
+def test_an_alert_firing_before_the_fault_does_not_count_as_detection() -> None:
+    sc = overload()
+    # Fired during the baseline (a false positive) and stays firing through the fault: no new firing.
+    verdict = evaluate(sc, win(sc), [], [alert(TTFT_BURN, pending=5, firing=10)])
+    assert verdict.expectations[0].status == "missed"
+    assert verdict.expectations[1].status == "missed"  # quiet serving during baseline broken
+    assert "fired at +10.0s" in verdict.expectations[1].offenders[0]
+    assert [fp.alert for fp in verdict.false_positives] == [TTFT_BURN]
+    assert verdict.false_positives[0].offset_s == 10
+
+
+def test_an_alert_carried_over_from_before_the_scenario_is_neither_proof_nor_false_positive() -> None:
+    sc = overload()
+    verdict = evaluate(sc, win(sc), [], [alert(TTFT_BURN, pending=-20, firing=-10, resolved=3)])
+    assert verdict.expectations[0].status == "missed"
+    assert verdict.expectations[1].status == "met"
+    assert verdict.false_positives == []
+    assert verdict.carried_over == [TTFT_BURN]
+
+
+def test_quiet_by_component_ignores_other_components_and_other_stages() -> None:
+    sc = overload()
+    seen = [
+        alert("InfersightVLLMKVCacheSaturated", pending=5, firing=8, component="kv_cache"),  # not serving
+        alert(TTFT_BURN, pending=30, firing=45),  # serving, but in the overload stage
+    ]
+    verdict = evaluate(sc, win(sc), [], seen)
+    assert [e.status for e in verdict.expectations] == ["met", "met", "met"]
+    # The KV alert still is a false positive: it fired on healthy traffic.
+    assert [fp.alert for fp in verdict.false_positives] == ["InfersightVLLMKVCacheSaturated"]
+
+
+def test_quiet_over_the_whole_scenario_catches_a_gpu_alert_late_in_the_run() -> None:
+    sc = overload()
+    verdict = evaluate(sc, win(sc), [], [alert(LEAK, pending=60, firing=70, component="gpu")])
+    quiet_gpu = verdict.expectations[2]
+    assert (quiet_gpu.selector, quiet_gpu.status) == ("component gpu", "missed")
+    assert verdict.false_positives == []  # after the first fault: not healthy traffic
+
+
+def test_action_fault_counts_from_when_the_action_really_started() -> None:
+    sc = target_down()
+    late_start = action("down", "target_down", at=23)  # planned at 20 s, performed at 23 s
+    verdict = evaluate(sc, win(sc), [late_start], [alert(TARGET_DOWN, pending=25, firing=30)])
+    fire = verdict.expectations[0]
+    assert fire.status == "met" and fire.ttd_s == pytest.approx(7)
+    assert verdict.healthy_s == 23
+
+
+def test_skipped_action_skips_its_expectation_and_leaves_the_traffic_healthy() -> None:
+    sc = target_down()
+    skipped = action("down", "target_down", at=20, status="skipped", detail="no hook for target_down")
+    verdict = evaluate(sc, win(sc), [skipped], [])
+    assert verdict.expectations[0].status == "skipped"
+    assert "no hook for target_down" in verdict.expectations[0].detail
+    assert verdict.missed == []
+    assert verdict.healthy_s == 60  # the fault never happened
+
+
+def test_failed_action_misses_its_expectation() -> None:
+    sc = target_down()
+    failed = action("down", "target_down", at=20, status="failed", detail="`systemctl stop vllm` exited with 5")
+    verdict = evaluate(sc, win(sc), [failed], [])
+    assert verdict.expectations[0].status == "missed"
+    assert "exited with 5" in verdict.expectations[0].detail
+
+
+def test_scope_drops_alerts_about_another_target() -> None:
+    sc = target_down()
+    other = alert(TARGET_DOWN, pending=21, firing=25, instance="127.0.0.1:9999", job="vllm")
+    mine = alert(TARGET_DOWN, pending=22, firing=28, instance=INSTANCE, job="vllm")
+    other_model = alert(TTFT_BURN, pending=1, firing=2, model_name="tiny-dense")
+    scope = target_scope(INSTANCE, MODEL)
+    verdict = evaluate(sc, win(sc), [action("down", "target_down", 20)], [other, mine, other_model], scope)
+    assert verdict.expectations[0].ttd_s == pytest.approx(8)  # not the other instance's 5 s
+    assert verdict.false_positives == []  # the other model's burn is not this target's
+    assert scope(alert(LEAK, 1, 2, component="gpu", instance="127.0.0.1:9835"))  # GPU alerts stay in scope
+
+
+def test_summary_detection_rate_median_ttd_and_false_positives_per_hour() -> None:
+    sc = overload()
+    detected_fast = evaluate(sc, win(sc), [], [alert(TTFT_BURN, pending=25, firing=30)])  # 10 s
+    detected_slow = evaluate(sc, win(sc), [], [alert(TTFT_BURN, pending=35, firing=46)])  # 26 s
+    detected_mid = evaluate(sc, win(sc), [], [alert(TTFT_BURN, pending=30, firing=34)])  # 14 s
+    not_detected = evaluate(sc, win(sc), [], [])
+    h = healthy()
+    noisy = evaluate(h, win(h), [], [alert(TARGET_DOWN, pending=10, firing=15, resolved=20)])
+    summary = summarize([detected_fast, detected_slow, detected_mid, not_detected, noisy], known_alerts=[LEAK])
+    stats = {s.alert: s for s in summary.alerts}
+    burn = stats[TTFT_BURN]
+    assert (burn.expected, burn.detected) == (4, 3)
+    assert burn.detection_rate == 0.75
+    assert burn.median_ttd_s == pytest.approx(14)
+    # Healthy traffic: 4 x 20 s of baseline + 60 s of the healthy scenario = 140 s; one false positive.
+    assert summary.healthy_s == pytest.approx(140)
+    assert stats[TARGET_DOWN].false_positives == 1
+    assert summary.false_positives_per_hour(stats[TARGET_DOWN]) == pytest.approx(3600 / 140)
+    assert summary.false_positives_per_hour(burn) == 0
+    assert stats[LEAK].expected == 0 and stats[LEAK].detection_rate is None  # listed, never exercised
+    # Missed: the undetected burn, and the healthy scenario's quiet serving (the target-down blip).
+    assert (summary.expectations, summary.missed, summary.skipped) == (14, 2, 0)
+
+
+def test_summary_of_nothing_has_no_rates() -> None:
+    summary = summarize([])
+    assert summary.alerts == [] and summary.healthy_s == 0

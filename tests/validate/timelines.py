@@ -1,0 +1,90 @@
+"""Synthetic scenarios and alert timelines for the validator's unit tests (no services)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from infersight.loadgen.scenario import Scenario, parse_scenario
+from infersight.validate.evaluator import RunWindow
+from infersight.validate.timeline import ActionOutcome, AlertInterval
+
+T0 = 1_700_000_000.0  # the scenario's start, Unix time
+TTFT_BURN = "InfersightVLLMTTFTBudgetBurn"
+TARGET_DOWN = "InfersightVLLMTargetDown"
+LEAK = "InfersightGPUMemoryLeak"
+INSTANCE = "127.0.0.1:8000"
+MODEL = "tiny-moe"
+
+
+def overload(**expect: Any) -> Scenario:
+    """20 s baseline, 40 s overload (the fault), 20 s recovery; TTFT burn expected within 30 s."""
+    data: dict[str, Any] = {
+        "name": "overload",
+        "limits": {"max_duration": "2m", "max_requests": 10_000},
+        "stages": [
+            {"name": "baseline", "duration": "20s", "rate": 1},
+            {"name": "overload", "duration": "40s", "rate": 10, "fault": "overload"},
+            {"name": "recovery", "duration": "20s", "rate": 1},
+        ],
+        "expect": expect
+        or {
+            "fire": [{"alert": TTFT_BURN, "within": "30s"}],
+            "quiet": [{"component": "serving", "during": ["baseline"]}, {"component": "gpu"}],
+        },
+    }
+    return parse_scenario(data)
+
+
+def target_down() -> Scenario:
+    return parse_scenario(
+        {
+            "name": "target_down",
+            "limits": {"max_duration": "2m", "max_requests": 10_000},
+            "stages": [{"name": "traffic", "duration": "60s", "rate": 1}],
+            "actions": [{"name": "down", "at": "20s", "do": "target_down"}],
+            "expect": {"fire": [{"alert": TARGET_DOWN, "within": "20s", "after": "down"}]},
+        }
+    )
+
+
+def healthy() -> Scenario:
+    return parse_scenario(
+        {
+            "name": "healthy",
+            "limits": {"max_duration": "2m", "max_requests": 10_000},
+            "stages": [{"name": "steady", "duration": "60s", "rate": 1}],
+            "expect": {"quiet": [{"component": "serving"}, {"component": "kv_cache"}]},
+        }
+    )
+
+
+def window(scenario: Scenario, extra_s: float = 5.0) -> RunWindow:
+    load_end = T0 + scenario.scheduled_duration.total_seconds
+    return RunWindow.of(scenario, T0, load_end, load_end + extra_s)
+
+
+def alert(
+    name: str,
+    pending: float,
+    firing: float | None,
+    resolved: float | None = None,
+    to_alertmanager: float | None = 0.5,
+    component: str = "serving",
+    **labels: str,
+) -> AlertInterval:
+    """Offsets in seconds from T0; Alertmanager has it ``to_alertmanager`` s after it fires (None: never)."""
+    received_at = None if firing is None or to_alertmanager is None else firing + to_alertmanager
+    all_labels = {"alertname": name, "severity": "critical", "component": component, **labels}
+    return AlertInterval(
+        name,
+        all_labels,
+        T0 + pending,
+        None if firing is None else T0 + firing,
+        None if received_at is None else T0 + received_at,
+        None if resolved is None else T0 + resolved,
+    )
+
+
+def action(name: str, kind: str, at: float, status: str = "done", detail: str = "") -> ActionOutcome:
+    started = T0 + at if status != "skipped" else None
+    return ActionOutcome(name, kind, T0 + at, status, started, started, detail)  # type: ignore[arg-type]
