@@ -31,6 +31,7 @@ from infersight.stack.observed import ObservedStack, validation_profile
 from infersight.stack.tiny_models import SERVED_NAMES
 from infersight.stack.vllm_server import VLLMServer
 from infersight.validate.local_stack import MONITORING_NICENESS, set_niceness, validation_intervals
+from tests.host_stalls import StallWatch
 from tests.packs.e2e_support import profile
 
 pytestmark = pytest.mark.e2e
@@ -106,7 +107,10 @@ def met(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def test_kv_pressure_fires_saturation_and_preemptions(
     stack_dir: Path, vllm_moe_small_kv: VLLMServer, tiny_moe_model: Path, tmp_path: Path
 ) -> None:
-    with monitoring(stack_dir / "observed-validate-kv", KV_CFG, [vllm_moe_small_kv.target]) as kv_stack:
+    with (
+        StallWatch() as stalls,
+        monitoring(stack_dir / "observed-validate-kv", KV_CFG, [vllm_moe_small_kv.target]) as kv_stack,
+    ):
         code = validate(
             kv_stack,
             vllm_moe_small_kv,
@@ -118,6 +122,8 @@ def test_kv_pressure_fires_saturation_and_preemptions(
         )
     data = results(tmp_path)
     assert data["time_scale"] == KV_SCALE
+    if not data["passed"]:
+        stalls.skip_if_stalled("KV-pressure expectations missed")
     assert set(met(data)) == {"alert InfersightVLLMKVCacheSaturated", "alert InfersightVLLMPreemptionsSustained"}
     assert data["passed"] and code == 0
 
