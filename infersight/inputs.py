@@ -44,10 +44,11 @@ def problems_from(
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown key" + (f"; {unknown_key_hint}" if unknown_key_hint else "")
-        elif err["type"] == "missing":
-            msg = "required"
+        elif err["type"] == "missing":  # its input is the parent mapping: nothing worth echoing
+            problems.append((".".join(loc) or "(root)", "required"))
+            continue
         value = err.get("input")
-        if isinstance(value, dict) and err["type"] not in ("extra_forbidden", "missing", "union_tag_invalid"):
+        if isinstance(value, dict) and err["type"] not in ("extra_forbidden", "union_tag_invalid"):
             for part in msg.split(" ;; "):
                 m = _SUBPATH.match(part)
                 path = ".".join([*loc, m.group(1)] if m else loc)

@@ -16,6 +16,11 @@ _RECORD_NAME = re.compile(r"^[a-z_]+:[a-zA-Z0-9_]+:[a-z0-9_]+$")
 _ALERT_NAME = re.compile(r"^Infersight[A-Z][A-Za-z0-9]*$")
 
 
+def is_alert_name(name: str) -> bool:
+    """DESIGN.md's alert names: CamelCase, ``Infersight`` first, at most 40 characters."""
+    return bool(_ALERT_NAME.match(name)) and len(name) <= 40
+
+
 class RuleConventionError(ValueError):
     """A rule breaks DESIGN.md's naming or annotation conventions."""
 
@@ -52,7 +57,7 @@ class Alert:
 
     def __post_init__(self) -> None:
         problems = []
-        if not _ALERT_NAME.match(self.alert) or len(self.alert) > 40:
+        if not is_alert_name(self.alert):
             problems.append("name must be CamelCase, start with 'Infersight' and be at most 40 characters")
         if self.severity not in ("critical", "warning", "info"):
             problems.append(f"severity {self.severity!r} is not critical, warning or info")

@@ -16,7 +16,6 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -25,12 +24,12 @@ from pydantic import (
     StrictBool,
     StrictInt,
     Tag,
-    ValidationError,
     model_validator,
 )
 
 from infersight.durations import Duration
-from infersight.rules import _ALERT_NAME, Component
+from infersight.inputs import InputError, read_yaml, validate
+from infersight.rules import Component, is_alert_name
 
 # Hard ceilings: a scenario file must not be able to ask for an unbounded run.
 MAX_DURATION_CEILING = Duration.parse("6h")
@@ -45,14 +44,10 @@ Name = Annotated[str, Field(pattern=_NAME.pattern, description=_NAME_RULE)]
 PositiveDuration = Annotated[Duration, Field(description="a positive duration such as 30s")]
 
 
-class ScenarioError(ValueError):
+class ScenarioError(InputError):
     """The scenario is invalid. ``problems`` lists (path, message) pairs."""
 
-    def __init__(self, source: str, problems: list[tuple[str, str]]):
-        self.source = source
-        self.problems = problems
-        lines = "\n".join(f"  {path}: {msg}" for path, msg in problems)
-        super().__init__(f"invalid scenario {source}:\n{lines}")
+    what = "scenario"
 
 
 class _Strict(BaseModel):
@@ -227,7 +222,7 @@ class _AlertSelector(_Strict):
     def _one_selector(self) -> _AlertSelector:
         if (self.alert is None) == (self.component is None):
             raise ValueError("give exactly one of alert (a name) or component (serving, kv_cache, moe, gpu, exporter)")
-        if self.alert is not None and (not _ALERT_NAME.match(self.alert) or len(self.alert) > 40):
+        if self.alert is not None and not is_alert_name(self.alert):
             raise ValueError(f"alert {self.alert!r} is not an infersight alert name (Infersight..., CamelCase, <= 40)")
         return self
 
@@ -369,55 +364,21 @@ class Scenario(_Strict):
 
 
 # Union branch and discriminator tags pydantic puts in error paths; they mean nothing to a user.
-_TAG_IN_PATH = "^(function-|fixed$|dist$|" + "|".join(f"{kind}$" for kind in ACTION_KINDS) + ")"
-_PATH_PREFIX = re.compile(r"^([A-Za-z_][\w.\-]*): (.*)$", re.S)
-
-
-def _problems(exc: ValidationError) -> list[tuple[str, str]]:
-    """Pydantic's errors as (field path, message) pairs; cross-field messages carry their own sub-path."""
-    problems = []
-    for err in exc.errors(include_url=False):
-        # Drop union-branch tags (``int``, ``TokenDistribution``) and discriminator tags from the path.
-        loc = [str(p) for p in err["loc"] if not re.match(_TAG_IN_PATH, str(p))]
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            msg = "unknown key; check the spelling (see loadgen/scenarios/ for examples)"
-        elif err["type"] == "missing":
-            msg = "required"
-        value = err.get("input")
-        if isinstance(value, dict) and err["type"] not in ("extra_forbidden", "union_tag_invalid"):
-            for part in msg.split(" ;; "):
-                m = _PATH_PREFIX.match(part)
-                path = ".".join([*loc, m.group(1)] if m else loc)
-                problems.append((path or "(root)", m.group(2) if m else part))
-            continue
-        shown = repr(value)
-        shown = shown if len(shown) <= 80 else shown[:77] + "..."
-        problems.append((".".join(loc) or "(root)", f"{msg} (got {shown})"))
-    # A union (fixed count | distribution) reports both branches; keep one line per path and message.
-    return list(dict.fromkeys(problems))
+_TAG_IN_PATH = re.compile("^(function-|fixed$|dist$|" + "|".join(f"{kind}$" for kind in ACTION_KINDS) + ")")
 
 
 def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
     """Validate already-parsed YAML data. Raises only ScenarioError."""
-    if not isinstance(data, dict):
-        raise ScenarioError(source, [("(root)", f"must be a mapping with name, limits and stages, got {data!r:.40}")])
-    try:
-        return Scenario.model_validate(data)
-    except ValidationError as exc:
-        raise ScenarioError(source, _problems(exc)) from None
-    except (TypeError, ArithmeticError) as exc:  # defensive: odd YAML scalars
-        raise ScenarioError(source, [("(root)", str(exc))]) from None
+    return validate(
+        Scenario,
+        data,
+        source,
+        ScenarioError,
+        mapping_hint="a mapping with name, limits and stages",
+        unknown_key_hint="check the spelling (see loadgen/scenarios/ for examples)",
+        drop_from_path=_TAG_IN_PATH,
+    )
 
 
 def load_scenario(path: Path) -> Scenario:
-    source = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ScenarioError(source, [("(file)", f"cannot read: {exc}")]) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ScenarioError(source, [("(file)", f"not valid YAML: {exc}")]) from None
-    return parse_scenario(data, source)
+    return parse_scenario(read_yaml(path, ScenarioError), str(path))
