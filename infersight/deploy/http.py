@@ -13,7 +13,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
-_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+from infersight.loopback import is_loopback
 
 
 class Unreachable(OSError):
@@ -48,7 +48,7 @@ def request(
         req.add_header(name, value)
     # Loopback never goes through an HTTP proxy from the environment.
     host = urllib.parse.urlsplit(url).hostname or ""
-    handlers = [urllib.request.ProxyHandler({})] if host in _LOOPBACK else []
+    handlers = [urllib.request.ProxyHandler({})] if is_loopback(host) else []
     opener = urllib.request.build_opener(*handlers)
     try:
         with opener.open(req, timeout=timeout) as resp:

@@ -29,7 +29,7 @@ from typing import Any
 
 from aiohttp import web
 
-from infersight.loadgen.target import is_loopback
+from infersight.loopback import LOOPBACK, is_loopback
 
 
 @dataclass(frozen=True)
@@ -176,7 +176,7 @@ def check_loopback(host: str) -> None:
         raise ValueError(f"the stub server binds loopback addresses only (127.0.0.0/8, ::1, localhost), not {host!r}")
 
 
-async def start_site(cfg: StubConfig, host: str = "127.0.0.1", port: int = 0) -> tuple[web.AppRunner, str]:
+async def start_site(cfg: StubConfig, host: str = LOOPBACK, port: int = 0) -> tuple[web.AppRunner, str]:
     """Start serving on the running loop; returns the runner (cleanup() stops it) and the base URL."""
     check_loopback(host)
     runner = web.AppRunner(make_app(cfg), access_log=None, handle_signals=False)
@@ -191,7 +191,7 @@ class StubServer:
     """The stub in a background thread with its own event loop (for tests). Always stop it:
     use it as a context manager."""
 
-    def __init__(self, cfg: StubConfig | None = None, host: str = "127.0.0.1"):
+    def __init__(self, cfg: StubConfig | None = None, host: str = LOOPBACK):
         self.cfg = cfg or StubConfig()
         self._host = host
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -245,7 +245,7 @@ class StubServer:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     d = StubConfig()
-    parser.add_argument("--host", default="127.0.0.1", help="a loopback address (default 127.0.0.1)")
+    parser.add_argument("--host", default=LOOPBACK, help=f"a loopback address (default {LOOPBACK})")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
     parser.add_argument("--ttft", type=float, default=d.ttft, help=f"seconds to the first token (default {d.ttft})")
     parser.add_argument("--itl", type=float, default=d.itl, help=f"seconds between tokens (default {d.itl})")

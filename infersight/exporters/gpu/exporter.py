@@ -20,10 +20,11 @@ from infersight.exporters.gpu.attribution import ProcAttribution
 from infersight.exporters.gpu.backend import GpuBackend
 from infersight.exporters.gpu.collector import DEFAULT_MAX_PROCESS_SERIES, GpuCollector
 from infersight.exporters.gpu.model import ALL_KINDS, Snapshot
+from infersight.loopback import LOOPBACK
 
 EXPORTER = "gpu"
 DEFAULT_PORT = 9835
-DEFAULT_HOST = "127.0.0.1"
+DEFAULT_HOST = LOOPBACK
 log = logging.getLogger(__name__)
 
 

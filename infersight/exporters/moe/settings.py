@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from infersight.exporters.common.webconfig import WebConfig, WebConfigError, load_web_config
+from infersight.loopback import LOOPBACK
 
 ENABLE_VAR = "INFERSIGHT_MOE_EXPORTER"
 PORT_VAR = "INFERSIGHT_MOE_EXPORTER_PORT"
@@ -23,7 +24,7 @@ INTERVAL_VAR = "INFERSIGHT_MOE_EXPORTER_INTERVAL"
 WEB_CONFIG_VAR = "INFERSIGHT_MOE_EXPORTER_WEB_CONFIG"  # exporter-toolkit web config: TLS, basic auth
 
 DEFAULT_PORT = 9836  # the GPU exporter has 9835; worker ranks on one host add their local rank
-DEFAULT_ADDR = "127.0.0.1"  # exposed only when asked, like the GPU exporter
+DEFAULT_ADDR = LOOPBACK  # exposed only when asked, like the GPU exporter
 DEFAULT_INTERVAL_S = 1.0
 
 T = TypeVar("T")
