@@ -9,7 +9,8 @@ import socket
 import sys
 from pathlib import Path
 
-from infersight.durations import Duration, DurationError
+from infersight.commands.arguments import duration
+from infersight.durations import Duration
 from infersight.exporters.common.server import ServeError
 from infersight.exporters.common.webconfig import WebConfig, WebConfigError, load_web_config
 from infersight.exporters.gpu.backend import BackendUnavailable
@@ -33,10 +34,7 @@ def _port(text: str) -> int:
 
 
 def _interval(text: str) -> Duration:
-    try:
-        d = Duration.parse(text)
-    except DurationError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    d = duration(text)
     if d < MIN_INTERVAL:
         raise argparse.ArgumentTypeError(f"{text} is too short; the sampling interval must be at least {MIN_INTERVAL}")
     return d

@@ -15,9 +15,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from infersight.commands.arguments import duration
 from infersight.commands.loadgen import resolve_scenario
 from infersight.config import Config, ConfigError, load_config
-from infersight.durations import Duration, DurationError
+from infersight.durations import Duration
 from infersight.loadgen.prompts import TokenizerError, load_vocabulary
 from infersight.loadgen.scenario import Scenario, ScenarioError, load_scenario
 from infersight.loadgen.target import TargetError, check_target
@@ -30,13 +31,6 @@ from infersight.validate.session import served_model as ask_served_model
 
 EXIT_MISSED, EXIT_BAD_INPUT, EXIT_UNREACHABLE, EXIT_INTERRUPTED = 1, 2, 3, 130
 DEFAULT_REPORT_DIR = Path("infersight-report")
-
-
-def _duration(text: str) -> Duration:
-    try:
-        return Duration.parse(text)
-    except DurationError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _positive(text: str) -> float:
@@ -59,7 +53,7 @@ def add_report_arguments(p: argparse.ArgumentParser, settle: str = "30s") -> Non
     )
     p.add_argument(
         "--settle",
-        type=_duration,
+        type=duration,
         default=Duration.parse(settle),
         help="before each scenario, wait up to this long for the target's alerts to clear; what still fires then is "
         f"reported as carried over and judged neither way (default {settle})",
