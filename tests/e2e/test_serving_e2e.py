@@ -16,11 +16,12 @@ import pytest
 
 from infersight import bundle
 from infersight.alerts import serving as serving_alerts
-from infersight.lint import dashboard_queries, substitute
+from infersight.lint import dashboard_queries
 from infersight.stack.observed import ObservedStack, validation_profile
 from infersight.stack.tiny_models import SERVED_NAMES
 from infersight.stack.vllm_server import VLLMServer
 from tests.e2e.traffic import burst
+from tests.packs.e2e_support import assert_every_query_answers
 
 pytestmark = pytest.mark.e2e
 
@@ -67,19 +68,11 @@ def _values(result: list[dict]) -> list[float]:  # type: ignore[type-arg]
 
 
 def test_every_dashboard_query_returns_data(observed: ObservedStack, with_traffic: None) -> None:
-    boards = bundle.dashboards(CFG)
-    empty = []
-    checked = 0
-    for file, board in boards.items():
-        if file != "vllm-overview.json":
-            continue  # other packs' dashboards are proven by their own end-to-end tests
-        for where, expr in dashboard_queries(board):
-            plain = substitute(expr)
-            checked += 1
-            if not observed.prometheus.query(plain):
-                empty.append(f"{file}: {where}: {plain}")
-    assert checked > 30
-    assert not empty, "queries without data:\n" + "\n".join(empty)
+    # Other packs' dashboards are proven by their own end-to-end tests. Asked again for a while: a
+    # machine stall (tests/host_stalls.py) can empty a 5 s rate window for a moment while traffic
+    # flows; a query that never answers still fails.
+    assert len(list(dashboard_queries(bundle.dashboards(CFG)["vllm-overview.json"]))) > 30
+    assert_every_query_answers(observed, "vllm-overview.json", timeout=30)
 
 
 def test_golden_signals_move_with_traffic(observed: ObservedStack, with_traffic: None) -> None:
