@@ -54,11 +54,18 @@ def _dead_expert(cfg: Config) -> Alert:
 
 def _absent(cfg: Config) -> Alert:
     """Only models listed in moe.models: a dense model has no expert load and must stay quiet.
-    A model that is not served at all is the serving alerts' business, so vLLM must expose it."""
+    A model that is not served at all is the serving alerts' business, so vLLM must expose it.
+    Expert load counts as present if any sample arrived within the rate window: one scrape of
+    the plugin's port that times out under load writes stale markers, and must not start the
+    alert while the rate rules still have data."""
     a = cfg.moe.alerts.metrics_absent
     models = q.label_matcher("model_name", "=~", q.alternation(cfg.moe.models))
     served = q.agg("group", ("model_name",), q.series("vllm:num_requests_running", [*cfg.selectors.vllm, models]))
-    exported = q.agg("group", ("model_name",), q.series(moe.TOKENS, cfg.selectors.moe_exporter))
+    exported = q.agg(
+        "group",
+        ("model_name",),
+        q.over_time("present", q.series(moe.TOKENS, cfg.selectors.moe_exporter), cfg.moe.window),
+    )
     return tuned_alert(
         cfg,
         "moe",

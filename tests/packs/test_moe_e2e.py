@@ -4,7 +4,7 @@ time-scaled bundle and a real Alertmanager.
 
 Prompts that repeat one token, with one output token, route every token of a layer to the same
 two experts: both the imbalance and the dead-expert alerts must reach Alertmanager, while the
-absent alert (tiny-moe is configured as MoE) stays quiet. Without the exporter job, the absent
+absent alert (tiny-moe is configured as MoE) never fires. Without the exporter job, the absent
 alert must fire. Run under ``flock /tmp/infersight-heavy.lock`` (it starts vLLM)."""
 
 from __future__ import annotations
@@ -77,14 +77,19 @@ def test_skewed_routing_gets_imbalance_and_dead_expert_alerts_to_alertmanager(
     scenario = parse_scenario(SKEW)
     load = Load(scenario, plugged.server, tiny_moe_model, tmp_path).start()
     received: dict[str, list[dict[str, str]]] = {}
-    absent_seen = False
+    absent_fired = False
 
     def both_received() -> bool:
-        nonlocal absent_seen
+        nonlocal absent_fired
         alerts = observed.alertmanager.alerts()
         for alert in alerts:
             received.setdefault(alert["labels"]["alertname"], []).append(alert["labels"])
-        absent_seen |= any(a["labels"]["alertname"] == moe_alerts.METRICS_ABSENT for a in observed.prometheus.alerts())
+        # Firing, not pending: a scrape of the plugin's port can time out while vLLM saturates
+        # both cores; the rule bridges such gaps, and for: covers what the window does not.
+        absent_fired |= any(
+            a["labels"]["alertname"] == moe_alerts.METRICS_ABSENT and a["state"] == "firing"
+            for a in observed.prometheus.alerts()
+        )
         return set(SKEWED) <= set(received)
 
     try:
@@ -95,7 +100,7 @@ def test_skewed_routing_gets_imbalance_and_dead_expert_alerts_to_alertmanager(
         summary = load.finish(timeout=120)
         print(alert_timeline(observed, SKEWED, f', model_name="{MODEL}"', scenario_seconds(scenario) + 10))
     assert summary["overall"]["succeeded"] > 0, summary["overall"]
-    assert not absent_seen, "the absent alert went active although the exporter answers"
+    assert not absent_fired, "the absent alert fired although the exporter answers"
     common = {"job": "infersight-moe", "model_name": MODEL, "severity": "warning", "component": "moe"}
     imbalance = received[moe_alerts.IMBALANCE][-1]
     assert imbalance == {"alertname": moe_alerts.IMBALANCE, "layer": imbalance["layer"], **common}

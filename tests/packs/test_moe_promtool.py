@@ -28,6 +28,7 @@ def test_moe_alerts_pass_promtool_unit_tests(tmp_path: Path) -> None:
         ("InfersightMoEDeadExpert", {"alerts": {"dead_expert": {"for": "5m"}}}),
         ("InfersightMoEExpertLoadAbsent", {"models": []}),  # no MoE model configured: no absent alert at all
         ("InfersightMoEExpertLoadAbsent", {"models": ["tiny-moe", "tiny-dense"]}),  # the dense model fires
+        ("InfersightMoEExpertLoadAbsent", {"window": "1m"}),  # the 3-scrape gap outlasts the window
     ],
 )
 def test_the_unit_tests_catch_a_changed_rule(tmp_path: Path, alert: str, override: dict[str, Any]) -> None:
