@@ -374,7 +374,16 @@ class GPUPredictedOOMAlert(AlertRule):
 
 
 class GPUWindowAlert(AlertRule):
-    window: Duration = Duration.parse("15m")  # how long one new error keeps the alert active
+    window: Duration = Duration.parse("15m")  # how long one new error (or a lost GPU) keeps the alert active
+
+    @model_validator(mode="after")
+    def _fires_inside_window(self) -> GPUWindowAlert:
+        if not self.for_ < self.window:
+            raise ValueError(
+                f"for: {self.for_} must be shorter than window {self.window}: the condition ends with the "
+                "window, so a longer for: never fires"
+            )
+        return self
 
 
 class GPUThrottleAlert(AlertRule):
@@ -411,6 +420,7 @@ class GPUAlerts(_Strict):
     )
     idle_with_queue: GPUIdleQueueAlert = GPUIdleQueueAlert(for_=Duration.parse("5m"), severity="warning")
     telemetry_down: AlertRule = AlertRule(for_=Duration.parse("5m"), severity="warning")
+    lost: GPUWindowAlert = GPUWindowAlert(for_=Duration.parse("2m"), severity="critical", window=Duration.parse("1h"))
 
 
 class GPU(_Strict):

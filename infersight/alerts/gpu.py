@@ -1,5 +1,6 @@
 """GPU alerts: memory leak and predicted OOM, hardware health (XID, ECC, throttling,
-temperature), bandwidth saturation with KV thrash, idle GPUs under a queue, and telemetry.
+temperature), a lost GPU, bandwidth saturation with KV thrash, idle GPUs under a queue, and
+telemetry.
 
 Alerts about "the engines on this GPU" join on ``infersight_workload`` (see
 :mod:`infersight.recording_rules.gpu`). A GPU no vLLM engine maps to is judged on its own
@@ -24,6 +25,7 @@ TEMPERATURE = "InfersightGPUTemperatureHigh"
 BANDWIDTH = "InfersightGPUBandwidthKVThrash"
 IDLE = "InfersightGPUIdleWithQueuedRequests"
 TELEMETRY = "InfersightGPUTelemetryDown"
+LOST = "InfersightGPULost"
 
 _BY_WORKLOAD = on((g.WORKLOAD_LABEL,))
 # Names one GPU in descriptions, whichever exporter generation wrote it (Hostname is normalised).
@@ -130,6 +132,31 @@ def _ecc(cfg: Config) -> Alert:
     )
 
 
+def _lost(cfg: Config) -> Alert:
+    """A GPU (by UUID) seen within the window but no longer reported, while its exporter answers.
+
+    A GPU that falls off the bus (XID 79) or needs a reset drops out of NVML and DCGM, so its
+    series go stale. The exporter answering rules out a failed scrape (the telemetry alert's case),
+    and matching on UUID alone keeps a GPU whose pod labels changed, or whose exporter moved, from
+    counting as lost. The labels are the GPU's last, pod included, so inhibition finds its engines."""
+    a = cfg.gpu.alerts.lost
+    expr = (
+        f"last_over_time({g.FB_USED}[{cfg.d(a.window)}])\nunless on (UUID)\n{g.FB_USED}\n"
+        f"and on (job, instance)\n{q.series('up', cfg.selectors.dcgm)} == 1"
+    )
+    return tuned_alert(
+        cfg,
+        "gpu",
+        LOST,
+        a,
+        expr,
+        "A GPU stopped reporting while its exporter still answers.",
+        f"{_GPU} was reported within the last {cfg.d(a.window)} but is gone from dcgm-exporter "
+        "{{ $labels.instance }}, which still answers: the GPU fell off the bus (XID 79) or needs a reset, "
+        "and the engines on it have lost it.",
+    )
+
+
 def _throttling(cfg: Config) -> Alert:
     a = cfg.gpu.alerts.throttling
     w = cfg.d(a.window)
@@ -233,6 +260,7 @@ def groups(cfg: Config) -> list[RuleGroup]:
         (a.bandwidth_kv_thrash, _bandwidth),
         (a.idle_with_queue, _idle),
         (a.telemetry_down, _telemetry),
+        (a.lost, _lost),
     )
     alerts = tuple(build(cfg) for rule, build in builders if rule.enabled)
     return [RuleGroup("infersight-gpu.alerts", cfg.d(cfg.intervals.evaluation), alerts)]

@@ -53,9 +53,9 @@ INHIBITIONS = (
         ("namespace", "pod"),
     ),
     Inhibition(
-        "a lost or failing GPU (an XID such as 79 'fallen off the bus', uncorrectable ECC) explains the "
-        "alerts of the engines in the pod using it; dcgm-exporter names that pod (honor_labels)",
-        (gpu_alerts.XID, gpu_alerts.ECC),
+        "a lost or failing GPU (gone from its exporter, an XID such as 79 'fallen off the bus', uncorrectable "
+        "ECC) explains the alerts of the engines in the pod using it; dcgm-exporter names that pod (honor_labels)",
+        (gpu_alerts.LOST, gpu_alerts.XID, gpu_alerts.ECC),
         ENGINE_COMPONENTS,
         ("namespace", "pod"),
         ("namespace", "pod"),

@@ -109,6 +109,18 @@ def cases(built: dict[str, str]) -> list[tuple[str, dict[str, str], str]]:
             ),
             "active",
         ),
+        (
+            "lost GPU of pod vllm-5",
+            labels(built, gpu_alerts.LOST, gpu="2", Hostname="n3", job="dcgm-exporter", namespace="llm", pod="vllm-5"),
+            "active",
+        ),
+        (
+            "KV alert of pod vllm-5",
+            labels(
+                built, kv_alerts.SATURATED, **(engine_a | {"instance": "10.0.0.5:8000"}), namespace="llm", pod="vllm-5"
+            ),
+            "suppressed",
+        ),
         # Without pod labels an XID must not mute anything: equal on absent labels would be true.
         ("XID outside Kubernetes", labels(built, gpu_alerts.XID, gpu="1", Hostname="n2"), "active"),
         (

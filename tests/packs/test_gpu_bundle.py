@@ -30,6 +30,7 @@ GPU_ALERTS = {
     "InfersightGPUBandwidthKVThrash",
     "InfersightGPUIdleWithQueuedRequests",
     "InfersightGPUTelemetryDown",
+    "InfersightGPULost",
 }
 EXPORTER_ALERTS = {"InfersightExporterDown", "InfersightExporterCollectionStale", "InfersightExporterErrors"}
 
@@ -140,6 +141,8 @@ def test_disabled_alerts_are_left_out() -> None:
         ({"gpu": {"alerts": {"predicted_oom": {"short_window": "2h"}}}}, "gpu.alerts.predicted_oom"),
         ({"gpu": {"alerts": {"predicted_oom": {"for": "5m"}}}}, "gpu.alerts.predicted_oom"),
         ({"gpu": {"alerts": {"memory_leak": {"growth_mib": 0}}}}, "gpu.alerts.memory_leak.growth_mib"),
+        ({"gpu": {"alerts": {"lost": {"for": "1h"}}}}, "gpu.alerts.lost"),  # never fires inside its 1h window
+        ({"gpu": {"alerts": {"xid": {"window": "1m"}}}}, "gpu.alerts.xid"),
         ({"gpu": {"alerts": {"throttling": {"window": "30s"}}}}, "gpu.alerts.throttling.window"),
         ({"exporters": {"alerts": {"errors": {"window": "30s"}}}}, "exporters.alerts.errors.window"),
         ({"gpu": {"warmup": "soon"}}, "gpu.warmup"),

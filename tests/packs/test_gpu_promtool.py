@@ -50,6 +50,8 @@ def _only(case: str, tmp_path: Path) -> Path:
         ("bandwidth saturation fires only together", {"alerts": {"bandwidth_kv_thrash": {"mem_copy_ratio": 0.96}}}),
         ("idle GPU while requests wait", {"alerts": {"idle_with_queue": {"min_waiting": 20}}}),
         ("dcgm-exporter target down", {"alerts": {"telemetry_down": {"for": "10m"}}}),
+        ("lost GPU fires while its exporter answers", {"alerts": {"lost": {"for": "5m"}}}),
+        ("lost GPU fires while its exporter answers", {"alerts": {"lost": {"window": "3m"}}}),
     ],
 )
 def test_the_unit_tests_catch_a_changed_rule(tmp_path: Path, broken_case: str, override: dict[str, Any]) -> None:

@@ -1,5 +1,6 @@
 """End to end: `infersight exporter gpu --backend fake` as a real process behind TLS + basic auth,
-scraped by a real Prometheus on loopback; the values are queried back from Prometheus."""
+scraped by a real Prometheus on loopback that also evaluates the bundle's GPU rules (time-scaled,
+with this job as dcgm-exporter); the values and alerts are queried back from Prometheus."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ import bcrypt
 import pytest
 import yaml
 
+from infersight import bundle
+from infersight.alerts import gpu as gpu_alerts
+from infersight.config import parse_config
+from infersight.stack.observed import validation_profile
 from infersight.stack.ports import free_port
 from infersight.stack.process import ManagedProcess, wait_until
 from infersight.stack.prometheus import Prometheus
@@ -19,6 +24,17 @@ from .standins import CertFiles, https_get, make_certs
 pytestmark = pytest.mark.e2e
 
 JOB = "infersight-gpu"  # the job the default config's gpu_exporter selector expects
+# The exporter writes dcgm-exporter's names, so the GPU rules read it in dcgm-exporter's place.
+# Time scale 60, a minute's scrape and evaluation (1 s here); a lost GPU stays news for 6 minutes.
+RULES_CFG = validation_profile(
+    parse_config(
+        {
+            "intervals": {"scrape": "1m", "evaluation": "1m"},
+            "selectors": {"dcgm": [f'job="{JOB}"']},
+            "gpu": {"alerts": {"lost": {"window": "6h"}}},
+        }
+    )
+)
 USER, PASSWORD = "prometheus", "scrape-me"
 LOST_AT_S = 8
 SCENARIO = {
@@ -69,8 +85,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
         ],
         work / "exporter.log",
     )
+    files = bundle.build(RULES_CFG)
+    bundle.write(files, work / "bundle")
     config = {
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "rule_files": [
+            str(work / "bundle" / rel) for rel in sorted(files) if rel.startswith(("recording_rules/", "alerts/"))
+        ],
         "scrape_configs": [
             {
                 "job_name": JOB,
@@ -141,3 +162,12 @@ def test_lost_gpu_drops_up_and_counts_errors_while_the_other_keeps_reporting(sta
     )
     assert value(stack, f'DCGM_FI_DEV_FB_USED{{job="{JOB}", gpu="0"}}') is not None
     assert value(stack, f'up{{job="{JOB}"}}') == 1  # the exporter itself keeps serving
+
+
+def test_lost_gpu_fires_the_lost_alert_with_its_last_labels(stack: Prometheus) -> None:
+    firing = f'ALERTS{{alertname="{gpu_alerts.LOST}", alertstate="firing"}}'
+    stack.wait_until(lambda: bool(stack.query(firing)), 60, f"{gpu_alerts.LOST} to fire")
+    (alert,) = stack.query(firing)  # GPU 0 keeps reporting: it is not lost
+    labels = alert["metric"]
+    assert labels["gpu"] == "1" and labels["UUID"].startswith("GPU-") and labels["Hostname"] == "e2e-node"
+    assert labels["severity"] == "critical" and labels["job"] == JOB
