@@ -24,16 +24,14 @@ from tests.packs.e2e_support import (
     Load,
     alert_timeline,
     assert_every_query_answers,
-    profile,
     scenario_seconds,
+    tiny_kv_profile,
     with_longer_fault,
 )
 
 pytestmark = pytest.mark.e2e
 
-# One threshold differs from production: the tiny cache has 7 usable blocks, so two running
-# requests that leave one block nobody can use read 6/7 = 86% "full"; 0.85 is that cache's 0.9.
-CFG = profile({"kv_cache": {"alerts": {"saturation": {"usage_threshold": 0.85}}}})
+CFG = tiny_kv_profile()  # two settings differ from production, and why
 WATCHED = (kv_alerts.SATURATED, kv_alerts.PREEMPTIONS)
 # Well under capacity: one short request a second needs one 128-token block at a time.
 LIGHT = {
@@ -43,7 +41,7 @@ LIGHT = {
         {"name": "light", "duration": "50s", "rate": 1, "arrival": "constant", "prompt_tokens": 48, "output_tokens": 24}
     ],
 }
-PRESSURE_SECONDS = 120  # the shipped scenario's 75 s, plus room for one reset of the 45 s for: under stalls
+PRESSURE_SECONDS = 120  # the shipped scenario's 75 s, plus room for resets of the for:s under stalls
 
 
 @pytest.fixture(scope="module")
