@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from urllib.parse import urlsplit
 
 from infersight.config import Config
 from infersight.loadgen import runner
+from infersight.loadgen.background import BackgroundRun
 from infersight.loadgen.prompts import Vocabulary
 from infersight.loadgen.scenario import Scenario
 from infersight.loadgen.target import TargetError
@@ -104,44 +104,6 @@ class ScenarioRun:
     poll_errors: int
 
 
-class _Load:
-    """The load generator in a thread; its start time and stop come back through ``on_start``."""
-
-    def __init__(self, scenario: Scenario, opts: runner.RunOptions, on_start: Callable[[float], None]):
-        self.started = threading.Event()
-        self.start_time = 0.0
-        self.stop: Callable[[], None] = lambda: None
-        self.outcome: runner.RunOutcome | None = None
-        self.error: BaseException | None = None
-        self._on_start = on_start
-        opts.on_start = self._started
-        self._thread = threading.Thread(target=self._run, args=(scenario, opts), name="loadgen", daemon=True)
-
-    def _started(self, t0: float, stop: Callable[[], None]) -> None:
-        self.start_time, self.stop = t0, stop
-        self.started.set()
-        self._on_start(t0)
-
-    def _run(self, scenario: Scenario, opts: runner.RunOptions) -> None:
-        try:
-            self.outcome = runner.run(scenario, opts)
-        except BaseException as exc:  # handed to the caller's thread by result()
-            self.error = exc
-        finally:
-            self.started.set()
-
-    def begin(self) -> _Load:
-        self._thread.start()
-        return self
-
-    @property
-    def running(self) -> bool:
-        return self._thread.is_alive()
-
-    def join(self, timeout: float) -> None:
-        self._thread.join(timeout)
-
-
 def _fire_deadline(scenario: Scenario, start: float) -> float:
     if scenario.expect is None or not scenario.expect.fire:
         return start
@@ -182,7 +144,7 @@ def run_scenario(scenario: Scenario, source: str, target: Target, mon: Monitorin
         model=target.model,
         handle_signals=False,
     )
-    load = _Load(scenario, opts, executor.start).begin()
+    load = BackgroundRun(scenario, opts, executor.start).begin()
     try:
         while load.running:
             load.join(0.5)

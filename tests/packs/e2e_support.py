@@ -4,7 +4,6 @@ an alert timeline for the log."""
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -16,8 +15,9 @@ from infersight import bundle
 from infersight.config import Config, parse_config
 from infersight.durations import Duration
 from infersight.lint import dashboard_queries, substitute
+from infersight.loadgen.background import BackgroundRun
 from infersight.loadgen.prompts import TokenizerVocabulary
-from infersight.loadgen.runner import RunOptions, RunOutcome, run
+from infersight.loadgen.runner import RunOptions
 from infersight.loadgen.scenario import Scenario, parse_scenario
 from infersight.stack.observed import ObservedStack, validation_profile
 from infersight.stack.process import ServiceError
@@ -78,31 +78,24 @@ class Load:
             model=server.served_model_name,
             handle_signals=False,
         )
-        self.outcome: RunOutcome | None = None
-        self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(scenario, opts), daemon=True)
-
-    def _run(self, scenario: Scenario, opts: RunOptions) -> None:
-        try:
-            self.outcome = run(scenario, opts)
-        except BaseException as exc:  # re-raised in the test's thread by finish()
-            self.error = exc
+        self._background = BackgroundRun(scenario, opts)
 
     def start(self) -> Load:
-        self._thread.start()
+        self._background.begin()
         return self
 
     @property
     def running(self) -> bool:
-        return self._thread.is_alive()
+        return self._background.running
 
     def finish(self, timeout: float) -> dict[str, Any]:
-        self._thread.join(timeout)
-        assert not self._thread.is_alive(), f"load generator still running after {timeout}s"
-        if self.error is not None:
-            raise self.error
-        assert self.outcome is not None
-        return dict(self.outcome.run["summary"])
+        """The run's summary; an error of the run is raised here, in the test's thread."""
+        self._background.join(timeout)
+        assert not self.running, f"load generator still running after {timeout}s"
+        if self._background.error is not None:
+            raise self._background.error
+        assert self._background.outcome is not None
+        return dict(self._background.outcome.run["summary"])
 
 
 def alert_timeline(stack: ObservedStack, names: tuple[str, ...], matchers: str, seconds: float) -> str:
