@@ -18,6 +18,7 @@ from infersight import bundle
 from infersight.alerts import serving as serving_alerts
 from infersight.lint import dashboard_queries
 from infersight.stack.observed import ObservedStack, validation_profile
+from infersight.stack.process import ServiceError
 from infersight.stack.tiny_models import SERVED_NAMES
 from infersight.stack.vllm_server import VLLMServer
 from tests.e2e.traffic import burst
@@ -63,6 +64,10 @@ def with_traffic(dense_vllm: VLLMServer, observed: ObservedStack) -> Iterator[No
     thread.join(timeout=120)
 
 
+def still(readings: dict[str, list[float]]) -> dict[str, list[float]]:
+    return {e: v for e, v in readings.items() if not (v and v[0] > 0)}
+
+
 def _values(result: list[dict]) -> list[float]:  # type: ignore[type-arg]
     return [float(s["value"][1]) for s in result]
 
@@ -77,13 +82,23 @@ def test_every_dashboard_query_returns_data(observed: ObservedStack, with_traffi
 
 def test_golden_signals_move_with_traffic(observed: ObservedStack, with_traffic: None) -> None:
     prom = observed.prometheus
-    for expr in (
+    exprs = (
         'sum(instance:vllm_requests:rate5m{model_name="tiny-dense"})',
         'sum(instance:vllm_generation_tokens:rate5m{model_name="tiny-dense"})',
         'max(model:vllm_time_to_first_token_seconds:p99_rate5m{model_name="tiny-dense"})',
-    ):
-        values = [v for v in _values(prom.query(expr)) if not math.isnan(v)]
-        assert values and values[0] > 0, f"{expr} -> {values}"
+    )
+    moved: dict[str, list[float]] = {}
+
+    def all_moved() -> bool:
+        # Re-asked (bounded) for the same reason as the dashboard queries above: a stall can
+        # empty a 5 s window for a moment; a signal that never moves still fails.
+        moved.update({e: [v for v in _values(prom.query(e)) if not math.isnan(v)] for e in exprs})
+        return not still(moved)
+
+    try:
+        prom.wait_until(all_moved, timeout=30, what="every golden signal to move")
+    except ServiceError:
+        pytest.fail(f"golden signals that did not move with traffic: {still(moved)}")
     # Healthy light traffic raises no serving alert.
     assert not {a for a in observed.firing() if a.startswith("InfersightVLLM")}
 

@@ -204,7 +204,13 @@ def test_imbalance_recording_rule_shows_the_difference(plugged: probe.PluggedVLL
             w.start()
         try:
             time.sleep(phase)  # traffic keeps flowing while we query: not an assertion on time
-            return {s["metric"]["layer"]: float(s["value"][1]) for s in prometheus.query(expr)}
+            # A VM stall can leave the rate window short of two scrapes for a moment, which empties
+            # the rule at that instant: re-ask (bounded) while this phase's traffic still flows.
+            return probe.poll(
+                lambda: {s["metric"]["layer"]: float(s["value"][1]) for s in prometheus.query(expr)},
+                lambda by_layer: set(by_layer) == LAYERS,
+                timeout=phase,
+            )
         finally:
             stop.set()
             for w in workers:
