@@ -35,7 +35,7 @@ class BackgroundRun:
     def _run(self, scenario: Scenario, opts: runner.RunOptions) -> None:
         try:
             self.outcome = runner.run(scenario, opts)
-        except BaseException as exc:  # handed to the caller's thread through .error
+        except BaseException as exc:  # handed to the caller's thread by result()
             self.error = exc
 
     def begin(self) -> BackgroundRun:
@@ -48,3 +48,12 @@ class BackgroundRun:
 
     def join(self, timeout: float) -> None:
         self._thread.join(timeout)
+
+    def result(self) -> runner.RunOutcome:
+        """The finished run's outcome; an error of the run is raised here, in the caller's thread."""
+        if self.running:
+            raise RuntimeError("the load generator is still running")
+        if self.error is not None:
+            raise self.error
+        assert self.outcome is not None
+        return self.outcome

@@ -148,11 +148,10 @@ def run_scenario(scenario: Scenario, source: str, target: Target, mon: Monitorin
     try:
         while load.running:
             load.join(0.5)
-        if load.error is not None:
-            if isinstance(load.error, TargetError):
-                raise SessionError(str(load.error))
-            raise load.error
-        assert load.outcome is not None
+        try:
+            outcome = load.result()
+        except TargetError as exc:
+            raise SessionError(str(exc)) from None
         start = load.start_time
         load_end = time.time()
         _observe(scenario, mon, watcher, executor, start, load_end, scope)
@@ -190,7 +189,7 @@ def run_scenario(scenario: Scenario, source: str, target: Target, mon: Monitorin
         intervals=[i for i in every if scope(i)],
         other_target=[i for i in every if not scope(i)],
         verdict=verdict,
-        load=load.outcome.run,
+        load=outcome.run,
         results_dir=results_dir,
         panels=panel_data,
         server_ttft=ttft,

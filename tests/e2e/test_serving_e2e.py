@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,11 +19,10 @@ from infersight import bundle
 from infersight.alerts import serving as serving_alerts
 from infersight.lint import dashboard_queries
 from infersight.stack.observed import ObservedStack, validation_profile
-from infersight.stack.process import ServiceError
 from infersight.stack.tiny_models import SERVED_NAMES
 from infersight.stack.vllm_server import VLLMServer
 from tests.e2e.traffic import burst
-from tests.packs.e2e_support import assert_every_query_answers
+from tests.packs.e2e_support import assert_every_query_answers, assert_queries_eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -64,11 +64,7 @@ def with_traffic(dense_vllm: VLLMServer, observed: ObservedStack) -> Iterator[No
     thread.join(timeout=120)
 
 
-def still(readings: dict[str, list[float]]) -> dict[str, list[float]]:
-    return {e: v for e, v in readings.items() if not (v and v[0] > 0)}
-
-
-def _values(result: list[dict]) -> list[float]:  # type: ignore[type-arg]
+def _values(result: list[dict[str, Any]]) -> list[float]:
     return [float(s["value"][1]) for s in result]
 
 
@@ -81,24 +77,18 @@ def test_every_dashboard_query_returns_data(observed: ObservedStack, with_traffi
 
 
 def test_golden_signals_move_with_traffic(observed: ObservedStack, with_traffic: None) -> None:
-    prom = observed.prometheus
     exprs = (
         'sum(instance:vllm_requests:rate5m{model_name="tiny-dense"})',
         'sum(instance:vllm_generation_tokens:rate5m{model_name="tiny-dense"})',
         'max(model:vllm_time_to_first_token_seconds:p99_rate5m{model_name="tiny-dense"})',
     )
-    moved: dict[str, list[float]] = {}
 
-    def all_moved() -> bool:
-        # Re-asked (bounded) for the same reason as the dashboard queries above: a stall can
-        # empty a 5 s window for a moment; a signal that never moves still fails.
-        moved.update({e: [v for v in _values(prom.query(e)) if not math.isnan(v)] for e in exprs})
-        return not still(moved)
+    def moved(result: list[dict[str, Any]]) -> bool:
+        values = [v for v in _values(result) if not math.isnan(v)]
+        return bool(values) and values[0] > 0
 
-    try:
-        prom.wait_until(all_moved, timeout=30, what="every golden signal to move")
-    except ServiceError:
-        pytest.fail(f"golden signals that did not move with traffic: {still(moved)}")
+    # Re-asked (bounded) like the dashboard queries above; a signal that never moves still fails.
+    assert_queries_eventually(observed.prometheus, {e: e for e in exprs}, moved, 30, "golden signals move with traffic")
     # Healthy light traffic raises no serving alert.
     assert not {a for a in observed.firing() if a.startswith("InfersightVLLM")}
 
