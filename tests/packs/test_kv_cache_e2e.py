@@ -109,7 +109,8 @@ def test_kv_pressure_gets_saturation_and_preemption_alerts_to_alertmanager(
         try:
             observed.prometheus.wait_until(both_received, timeout=scenario_seconds(scenario) + 10, what=what)
         except ServiceError:
-            stalls.skip_if_stalled(f"no {what}")
+            missing = " and ".join(a for a in WATCHED if a not in received)
+            stalls.skip_if_stalled(f"{missing} not in Alertmanager (received: {sorted(received) or 'none'})")
             raise
         finally:
             summary = load.finish(timeout=240)

@@ -122,7 +122,10 @@ def test_kv_pressure_fires_saturation_and_preemptions(
     data = results(tmp_path)
     assert data["time_scale"] == KV_SCALE
     if not data["passed"]:
-        stalls.skip_if_stalled("KV-pressure expectations missed")
+        statuses = {
+            e["selector"]: e["status"] for sc in data["scenarios"] for e in sc["expectations"] if e["kind"] == "fire"
+        }
+        stalls.skip_if_stalled(f"KV-pressure expectations missed ({statuses})")
     assert set(met(data)) == {"alert InfersightVLLMKVCacheSaturated", "alert InfersightVLLMPreemptionsSustained"}
     assert data["passed"] and code == 0
 
