@@ -12,6 +12,7 @@ Run with ``pytest tests/gpu -m gpu`` on a machine with an NVIDIA GPU and a CUDA 
 
 from __future__ import annotations
 
+import importlib.util
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,10 @@ from infersight.stack.tiny_models import SERVED_NAMES
 from infersight.stack.vllm_server import VLLMServer
 from tests.exporters.moe import probe
 
-pytestmark = pytest.mark.gpu
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="needs a CUDA build of vLLM on this GPU host"),
+]
 
 MODEL = SERVED_NAMES["moe"]
 TOP_K, LAYERS = 2, {"0", "1"}

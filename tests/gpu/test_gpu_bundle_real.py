@@ -1,0 +1,164 @@
+"""The bundle's GPU pack against a real GPU: `infersight exporter gpu --backend=nvml` as a process,
+scraped by a real Prometheus that evaluates the bundle's GPU rules (time scale 60), while a child
+process leaks GPU memory at a steady rate. Every query of gpu.json that needs no vLLM must answer,
+the leak must show in the trend rule at about the rate leaked, and InfersightGPUMemoryLeak must
+fire with the real GPU's labels (no vLLM engine maps to this GPU, so nothing suppresses it).
+
+The fake backend's end-to-end test (tests/exporters/gpu/test_e2e_prometheus.py) runs everywhere;
+this one proves the same queries and alert on real NVML readings. Run with `pytest tests/gpu -m gpu`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from infersight import bundle
+from infersight.alerts import gpu as gpu_alerts
+from infersight.config import parse_config
+from infersight.lint import dashboard_queries, substitute
+from infersight.stack.observed import validation_profile
+from infersight.stack.ports import free_port
+from infersight.stack.process import ManagedProcess
+from infersight.stack.prometheus import Prometheus
+from tests.packs.e2e_support import assert_queries_eventually
+
+pytestmark = pytest.mark.gpu
+
+JOB = "infersight-gpu"
+HOSTNAME = "gpu-node"
+CFG = validation_profile(
+    parse_config({"intervals": {"scrape": "1m", "evaluation": "1m"}, "selectors": {"dcgm": [f'job="{JOB}"']}})
+)
+CHILD = Path(__file__).with_name("vllm_like_leak_child.py")
+STEP_MIB, STEP_EVERY_S = 64, 0.5  # 128 MiB/s: far over the leak threshold (150 MiB per 10 s here)
+MAX_STEPS = 300  # 19 GiB at most, of the card's 141; bounds the run to 150 s
+# Panels that join the GPU to its vLLM engines' load: no vLLM runs on this GPU here.
+NEEDS_VLLM = "workload:vllm_"
+
+
+@dataclass
+class Leak:
+    """A child process on one GPU that allocates STEP_MIB every STEP_EVERY_S until stopped."""
+
+    child: subprocess.Popen[str]
+    uuid: str
+    stop: threading.Event
+    steps: int = 0
+
+    def run(self) -> None:
+        assert self.child.stdin is not None and self.child.stdout is not None
+        while self.steps < MAX_STEPS and not self.stop.wait(STEP_EVERY_S):
+            self.child.stdin.write("step\n")
+            self.child.stdin.flush()
+            if self.child.stdout.readline().strip() != "allocated":
+                return
+            self.steps += 1
+
+
+@dataclass
+class GpuStack:
+    prometheus: Prometheus
+    leak: Leak
+
+
+def _first_gpu_uuid() -> str:
+    out = subprocess.run(
+        ["nvidia-smi", "--query-gpu=uuid", "--format=csv,noheader", "--id=0"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return out.stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GpuStack]:
+    work = tmp_path_factory.mktemp("gpu-real")
+    port = free_port()
+    exporter = ManagedProcess(
+        "gpu-exporter",
+        [
+            sys.executable,
+            "-m",
+            "infersight.cli",
+            "exporter",
+            "gpu",
+            "--backend=nvml",
+            f"--port={port}",
+            "--interval=250ms",
+            f"--hostname={HOSTNAME}",
+        ],
+        work / "exporter.log",
+    )
+    files = bundle.build(CFG)
+    bundle.write(files, work / "bundle")
+    config = {
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "rule_files": [
+            str(work / "bundle" / rel) for rel in sorted(files) if rel.startswith(("recording_rules/", "alerts/"))
+        ],
+        "scrape_configs": [{"job_name": JOB, "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]}],
+    }
+    uuid = _first_gpu_uuid()
+    env = {**os.environ, "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": uuid}
+    argv = [sys.executable, str(CHILD), "--served-model-name", "gpu-bundle-test", "--step-mib", str(STEP_MIB)]
+    with exporter:
+        exporter.wait_http_ready(f"http://127.0.0.1:{port}/metrics", timeout=60)
+        with Prometheus(work, config_yaml=yaml.safe_dump(config)) as prometheus:
+            prometheus.wait_for_targets_up(timeout=60)
+            child = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+            leak = Leak(child, uuid, threading.Event())
+            thread = threading.Thread(target=leak.run, name="gpu-leak", daemon=True)
+            try:
+                assert child.stdout is not None
+                assert child.stdout.readline().strip() == "ready", "the leak child could not create a CUDA context"
+                thread.start()
+                yield GpuStack(prometheus, leak)
+            finally:
+                leak.stop.set()
+                child.kill()
+                child.wait(30)
+                thread.join(10)
+
+
+def test_every_gpu_dashboard_query_answers_on_a_real_gpu(stack: GpuStack) -> None:
+    board = bundle.dashboards(CFG)["gpu.json"]
+    queries = {where: substitute(expr) for where, expr in dashboard_queries(board) if NEEDS_VLLM not in expr}
+    assert len(queries) > 20
+    assert_queries_eventually(stack.prometheus, queries, bool, 90, "data for every gpu.json query (real GPU)")
+
+
+def test_the_leak_shows_in_the_trend_rule_at_the_leaked_rate(stack: GpuStack) -> None:
+    expr = f'gpu:dcgm_fb_used_bytes:deriv10m{{UUID="{stack.leak.uuid}"}}'
+    leaked = STEP_MIB * 2**20 / STEP_EVERY_S  # bytes per second
+
+    def near_the_leak() -> bool:
+        result = stack.prometheus.query(expr)
+        return bool(result) and 0.5 * leaked < float(result[0]["value"][1]) < 1.5 * leaked
+
+    stack.prometheus.wait_until(near_the_leak, 60, f"{expr} near {leaked / 2**20:.0f} MiB/s")
+    (series,) = stack.prometheus.query(expr)
+    assert series["metric"]["Hostname"] == HOSTNAME and series["metric"]["infersight_workload"] == f"host/{HOSTNAME}"
+    (oom,) = stack.prometheus.query(f'gpu:dcgm_fb_time_to_oom_seconds:deriv1h{{UUID="{stack.leak.uuid}"}}')
+    assert 0 < float(oom["value"][1]) < float("inf")
+
+
+def test_the_leak_alert_fires_with_the_real_gpus_labels(stack: GpuStack) -> None:
+    firing = f'ALERTS{{alertname="{gpu_alerts.LEAK}", alertstate="firing", UUID="{stack.leak.uuid}"}}'
+    # window 10 s + for: 30 s at time scale 60, plus scrapes and evaluations
+    stack.prometheus.wait_until(lambda: bool(stack.prometheus.query(firing)), 120, f"{gpu_alerts.LEAK} to fire")
+    (alert,) = stack.prometheus.query(firing)
+    labels = alert["metric"]
+    assert labels["Hostname"] == HOSTNAME and labels["job"] == JOB and labels["severity"] == "warning"
+    assert labels["modelName"].startswith("NVIDIA"), labels
+    assert stack.leak.steps < MAX_STEPS, "the leak ran out of steps before the alert fired"
