@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
+from infersight.stack.engine_affinity import confine_engine_core
 from infersight.stack.ports import LOOPBACK, free_port
 from infersight.stack.process import ManagedProcess
 
@@ -57,6 +58,7 @@ class VLLMServer:
             "DO_NOT_TRACK": "1",
             "TOKENIZERS_PARALLELISM": "false",
         }
+        self.engine_confinement: tuple[list[int], set[int]] | None = None
         self.process = ManagedProcess(
             f"vllm[{served_model_name}]", argv, workdir / f"vllm-{served_model_name}-{self.port}.log",
             env={**base_env, **(env or {})},
@@ -69,6 +71,8 @@ class VLLMServer:
             self.process.wait_http_ready(
                 f"{self.url}/v1/models", timeout, ok=lambda s, b: s == 200 and self.served_model_name.encode() in b
             )
+            # On 2 CPUs the engine core's busy wait would take the core everything else shares.
+            self.engine_confinement = confine_engine_core(session=self.process.pid)
         except BaseException:
             self.process.stop()
             raise

@@ -41,7 +41,7 @@ LIGHT = {
         {"name": "light", "duration": "50s", "rate": 1, "arrival": "constant", "prompt_tokens": 48, "output_tokens": 24}
     ],
 }
-PRESSURE_SECONDS = 120  # the shipped scenario's 75 s, plus room for resets of the for:s under stalls
+PRESSURE_SECONDS = 120  # the shipped scenario's 75 s, plus room for production's 15m (45 s) preemption for:
 
 
 @pytest.fixture(scope="module")

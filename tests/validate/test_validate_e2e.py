@@ -8,10 +8,11 @@ copy expects the TTFT burn only: the queue build-up alert reads vLLM's queue-tim
 vLLM observes when a request finishes, and on a starved 2-core host it was missed in 2 of 4 runs
 (`infersight up` keeps it and its report shows its detection rate).
 
-KV pressure runs on a stack of its own with the KV pack's e2e profile (time scale 20, a shorter
-for: of sustained preemptions): under that load this VM stalls as a whole for 5-25 s at a time
-(measured: a 1 s sleep woke 17 s and 26 s later), and at time scale 60 a stall empties the 5 s
-rate windows and resets the 15 s for: of sustained preemptions (missed in 4 of 4 runs). Run under the heavy lock:
+KV pressure runs on a stack of its own with the KV pack's e2e profile (time scale 20, saturation
+at the 7-block cache's 0.85): before vLLM's engine core was confined to its worker's CPU
+(infersight.stack.engine_affinity) this VM stalled as a whole for 5-25 s at a time under that load,
+and at time scale 60 a stall emptied the 5 s rate windows and reset the 15 s for: of sustained
+preemptions (missed in 4 of 4 runs). Run under the heavy lock:
 ``flock /tmp/infersight-heavy.lock pytest tests/validate -m e2e``.
 """
 
@@ -37,7 +38,7 @@ from tests.packs.e2e_support import tiny_kv_profile
 pytestmark = pytest.mark.e2e
 
 CFG = validation_profile(validation_intervals(Config()))
-KV_CFG = tiny_kv_profile()  # the KV pack e2e test's: time scale 20, two settings unlike production
+KV_CFG = tiny_kv_profile()  # the KV pack e2e test's: time scale 20, one setting unlike production
 KV_SCALE = KV_CFG.time_scale
 SCENARIOS = Path(__file__).parent / "scenarios"
 
