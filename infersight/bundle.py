@@ -101,6 +101,11 @@ def write(files: dict[str, str], out: Path) -> None:
         write_atomic(out / rel, text)
 
 
+def rule_file_paths(files: dict[str, str], out: Path) -> list[Path]:
+    """The recording and alert rule files of a build written to ``out``, for Prometheus's rule_files."""
+    return sorted(out / rel for rel in files if rel.startswith(("recording_rules/", "alerts/")))
+
+
 def stale_files(files: dict[str, str], out: Path) -> list[str]:
     """Paths under ``out`` that differ from, are missing from, or are extra to the build."""
     stale = []

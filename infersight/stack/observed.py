@@ -33,9 +33,7 @@ class ObservedStack:
         self.bundle_dir = workdir / "bundle"
         self.files = bundle.build(cfg)
         bundle.write(self.files, self.bundle_dir)
-        rule_files = sorted(
-            self.bundle_dir / rel for rel in self.files if rel.startswith(("recording_rules/", "alerts/"))
-        )
+        rule_files = bundle.rule_file_paths(self.files, self.bundle_dir)
         scrape = str(cfg.d(cfg.intervals.scrape))
         self.alertmanager = Alertmanager(workdir / "alertmanager")
         self.prometheus = Prometheus(

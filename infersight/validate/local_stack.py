@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ import yaml
 
 from infersight.config import Config
 from infersight.durations import Duration
+from infersight.exporters.gpu import exporter as gpu_exporter
 from infersight.exporters.moe.settings import ENABLE_VAR, PORT_VAR
 from infersight.stack.observed import ObservedStack, validation_profile
 from infersight.stack.ports import LOOPBACK, free_port
@@ -150,12 +150,11 @@ class LocalStack:
         scenario.write_text(yaml.safe_dump(FAKE_GPU_SCENARIO, sort_keys=False))
         self.gpu_exporter = ManagedProcess(
             "gpu-exporter",
-            [
-                sys.executable, "-m", "infersight.cli", "exporter", "gpu",
-                "--backend=fake", f"--scenario={scenario}", f"--control-file={self.gpu_control}",
-                f"--port={self.gpu_port}", f"--interval={GPU_INTERVAL}", f"--hostname={FAKE_GPU_HOST}",
-                "--no-process-attribution", "--log-level=warning",
-            ],
+            gpu_exporter.command(
+                "fake", self.gpu_port, FAKE_GPU_HOST,
+                f"--scenario={scenario}", f"--control-file={self.gpu_control}",
+                "--no-process-attribution", "--log-level=warning", interval=GPU_INTERVAL,
+            ),
             self.workdir / "gpu-exporter.log",
         ).start()  # fmt: skip
         set_niceness(self.gpu_exporter, MONITORING_NICENESS)  # it stands for a node daemon with CPU of its own

@@ -24,6 +24,7 @@ import yaml
 from infersight import bundle
 from infersight.alerts import gpu as gpu_alerts
 from infersight.config import parse_config
+from infersight.exporters.gpu import exporter as gpu_exporter
 from infersight.lint import dashboard_queries, substitute
 from infersight.stack.observed import validation_profile
 from infersight.stack.ports import free_port
@@ -87,26 +88,14 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GpuStack]:
     port = free_port()
     exporter = ManagedProcess(
         "gpu-exporter",
-        [
-            sys.executable,
-            "-m",
-            "infersight.cli",
-            "exporter",
-            "gpu",
-            "--backend=nvml",
-            f"--port={port}",
-            "--interval=250ms",
-            f"--hostname={HOSTNAME}",
-        ],
+        gpu_exporter.command("nvml", port, HOSTNAME),
         work / "exporter.log",
     )
     files = bundle.build(CFG)
     bundle.write(files, work / "bundle")
     config = {
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-        "rule_files": [
-            str(work / "bundle" / rel) for rel in sorted(files) if rel.startswith(("recording_rules/", "alerts/"))
-        ],
+        "rule_files": [str(p) for p in bundle.rule_file_paths(files, work / "bundle")],
         "scrape_configs": [{"job_name": JOB, "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]}],
     }
     uuid = _first_gpu_uuid()

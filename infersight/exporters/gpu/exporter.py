@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -25,6 +26,16 @@ from infersight.loopback import LOOPBACK
 EXPORTER = "gpu"
 DEFAULT_PORT = 9835
 DEFAULT_HOST = LOOPBACK
+
+
+def command(backend: str, port: int, hostname: str, *options: str, interval: str = "250ms") -> list[str]:
+    """The command line that runs this exporter as a process of its own."""
+    return [
+        sys.executable, "-m", "infersight.cli", "exporter", "gpu", f"--backend={backend}",
+        f"--port={port}", f"--interval={interval}", f"--hostname={hostname}", *options,
+    ]  # fmt: skip
+
+
 log = logging.getLogger(__name__)
 
 

@@ -4,7 +4,6 @@ with this job as dcgm-exporter); the values and alerts are queried back from Pro
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 
 import bcrypt
@@ -14,6 +13,7 @@ import yaml
 from infersight import bundle
 from infersight.alerts import gpu as gpu_alerts
 from infersight.config import parse_config
+from infersight.exporters.gpu import exporter as gpu_exporter
 from infersight.stack.observed import validation_profile
 from infersight.stack.ports import free_port
 from infersight.stack.process import ManagedProcess, wait_until
@@ -70,28 +70,14 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
     port = free_port()
     exporter = ManagedProcess(
         "gpu-exporter",
-        [
-            sys.executable,
-            "-m",
-            "infersight.cli",
-            "exporter",
-            "gpu",
-            "--backend=fake",
-            f"--scenario={scenario}",
-            f"--port={port}",
-            "--interval=250ms",
-            "--hostname=e2e-node",
-            f"--web-config-file={web}",
-        ],
+        gpu_exporter.command("fake", port, "e2e-node", f"--scenario={scenario}", f"--web-config-file={web}"),
         work / "exporter.log",
     )
     files = bundle.build(RULES_CFG)
     bundle.write(files, work / "bundle")
     config = {
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-        "rule_files": [
-            str(work / "bundle" / rel) for rel in sorted(files) if rel.startswith(("recording_rules/", "alerts/"))
-        ],
+        "rule_files": [str(p) for p in bundle.rule_file_paths(files, work / "bundle")],
         "scrape_configs": [
             {
                 "job_name": JOB,
