@@ -31,7 +31,7 @@ from tests.packs.e2e_support import (
 
 pytestmark = pytest.mark.e2e
 
-CFG = tiny_kv_profile()  # two settings differ from production, and why
+CFG = tiny_kv_profile()  # one setting differs from production, and why
 WATCHED = (kv_alerts.SATURATED, kv_alerts.PREEMPTIONS)
 # Well under capacity: one short request a second needs one 128-token block at a time.
 LIGHT = {

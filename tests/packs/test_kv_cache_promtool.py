@@ -24,7 +24,7 @@ def test_kv_cache_alerts_pass_promtool_unit_tests(tmp_path: Path) -> None:
     [
         ("InfersightVLLMKVCacheSaturated", {"saturation": {"for": "1m"}}),
         ("InfersightVLLMPreemptionsSustained", {"preemptions": {"per_second": 0.01}}),  # the trickle fires too
-        ("InfersightVLLMPreemptionsSustained", {"preemptions": {"for": "5m"}}),  # the e2e tests' shorter for:
+        ("InfersightVLLMPreemptionsSustained", {"preemptions": {"for": "5m"}}),  # a shorter for: than production
         ("InfersightVLLMQueueBuildUp", {"queue_build_up": {"for": "20m"}}),
         ("InfersightVLLMPrefixCacheHitCollapse", {"prefix_collapse": {"min_baseline_ratio": 0.05}}),
         ("InfersightVLLMKVCacheThrash", {"thrash": {"preemptions_per_second": 1.0}}),
