@@ -181,15 +181,15 @@ def _own(name: str, mtype: MetricType, source: Source, labels: tuple[str, ...], 
     return Metric(name, mtype, source, labels, help_, "infersight >=0.1", unit)
 
 
-_C, _G, _H = MetricType.COUNTER, MetricType.GAUGE, MetricType.HISTOGRAM
+COUNTER, GAUGE, HISTOGRAM = MetricType.COUNTER, MetricType.GAUGE, MetricType.HISTOGRAM
 
 _METRICS: tuple[Metric, ...] = (
     # --- vLLM engine: scheduler and cache state -------------------------------------------
-    _vllm("vllm:num_requests_running", _G, "Requests in the model execution batch.", unit="short"),
-    _vllm("vllm:num_requests_waiting", _G, "Requests waiting to be scheduled.", unit="short"),
+    _vllm("vllm:num_requests_running", GAUGE, "Requests in the model execution batch.", unit="short"),
+    _vllm("vllm:num_requests_waiting", GAUGE, "Requests waiting to be scheduled.", unit="short"),
     _vllm(
         "vllm:num_requests_waiting_by_reason",
-        _G,
+        GAUGE,
         "Waiting requests by reason (capacity, deferred).",
         labels=("reason",),
         unit="short",
@@ -197,57 +197,57 @@ _METRICS: tuple[Metric, ...] = (
     ),
     _vllm(
         "vllm:kv_cache_usage_perc",
-        _G,
+        GAUGE,
         "KV-cache usage as a fraction of blocks (0-1).",
         unit="percentunit",
         aliases=(Alias("vllm:gpu_cache_usage_perc", "<=0.10", "hidden after 0.10"),),
     ),
     _vllm(
         "vllm:prefix_cache_queries_total",
-        _C,
+        COUNTER,
         "Tokens queried against the prefix cache.",
         unit="short",
         aliases=(Alias("vllm:gpu_prefix_cache_queries_total", "<=0.10", "hidden after 0.10"),),
     ),
     _vllm(
         "vllm:prefix_cache_hits_total",
-        _C,
+        COUNTER,
         "Tokens found in the prefix cache.",
         unit="short",
         aliases=(Alias("vllm:gpu_prefix_cache_hits_total", "<=0.10", "hidden after 0.10"),),
     ),
-    _vllm("vllm:num_preemptions_total", _C, "Cumulative preemptions by the scheduler.", unit="short"),
-    _vllm("vllm:prompt_tokens_total", _C, "Prefill tokens processed.", unit="short"),
-    _vllm("vllm:generation_tokens_total", _C, "Generation tokens produced.", unit="short"),
+    _vllm("vllm:num_preemptions_total", COUNTER, "Cumulative preemptions by the scheduler.", unit="short"),
+    _vllm("vllm:prompt_tokens_total", COUNTER, "Prefill tokens processed.", unit="short"),
+    _vllm("vllm:generation_tokens_total", COUNTER, "Generation tokens produced.", unit="short"),
     _vllm(
         "vllm:request_success_total",
-        _C,
+        COUNTER,
         "Finished requests by finished_reason.",
         labels=("finished_reason",),
         unit="short",
     ),
     Metric(
         "vllm:admission_rejections_total",
-        _C,
+        COUNTER,
         Source.VLLM,
         ("model_name", "reason"),
         "Requests rejected at admission (queue limits).",
         ">=0.30",
         "short",
     ),
-    _vllm("vllm:engine_sleep_state", _G, "Engine sleep state (one-hot).", labels=("sleep_state",), unit="short"),
+    _vllm("vllm:engine_sleep_state", GAUGE, "Engine sleep state (one-hot).", labels=("sleep_state",), unit="short"),
     _vllm(
         "vllm:cache_config_info",
-        _G,
+        GAUGE,
         "KV-cache configuration as labels.",
         labels=("block_size", "num_gpu_blocks", "enable_prefix_caching"),
         unit="short",
     ),
     # --- vLLM engine: histograms ------------------------------------------------------------
-    _vllm("vllm:time_to_first_token_seconds", _H, "Time to first token.", unit="s", buckets=TTFT_BUCKETS),
+    _vllm("vllm:time_to_first_token_seconds", HISTOGRAM, "Time to first token.", unit="s", buckets=TTFT_BUCKETS),
     _vllm(
         "vllm:inter_token_latency_seconds",
-        _H,
+        HISTOGRAM,
         "Inter-token latency.",
         unit="s",
         buckets=ITL_BUCKETS,
@@ -255,54 +255,54 @@ _METRICS: tuple[Metric, ...] = (
     ),
     _vllm(
         "vllm:request_time_per_output_token_seconds",
-        _H,
+        HISTOGRAM,
         "Per-request time per output token (TPOT).",
         unit="s",
         buckets=ITL_BUCKETS,
     ),
     _vllm(
         "vllm:e2e_request_latency_seconds",
-        _H,
+        HISTOGRAM,
         "End-to-end request latency.",
         unit="s",
         buckets=REQUEST_PHASE_BUCKETS,
     ),
     _vllm(
         "vllm:request_queue_time_seconds",
-        _H,
+        HISTOGRAM,
         "Time spent waiting in the queue.",
         unit="s",
         buckets=REQUEST_PHASE_BUCKETS,
     ),
     _vllm(
         "vllm:request_inference_time_seconds",
-        _H,
+        HISTOGRAM,
         "Time spent running (prefill+decode).",
         unit="s",
         buckets=REQUEST_PHASE_BUCKETS,
     ),
     _vllm(
         "vllm:request_prefill_time_seconds",
-        _H,
+        HISTOGRAM,
         "Time spent in prefill.",
         unit="s",
         buckets=REQUEST_PHASE_BUCKETS,
     ),
     _vllm(
         "vllm:request_decode_time_seconds",
-        _H,
+        HISTOGRAM,
         "Time spent in decode.",
         unit="s",
         buckets=REQUEST_PHASE_BUCKETS,
     ),
-    _vllm("vllm:iteration_tokens_total", _H, "Tokens per engine step (batch fill).", unit="short"),
-    _vllm("vllm:request_prompt_tokens", _H, "Prompt length per request.", unit="short"),
-    _vllm("vllm:request_generation_tokens", _H, "Generated tokens per request.", unit="short"),
-    _vllm("vllm:request_num_preemptions", _H, "Preemptions per finished request.", unit="short"),
+    _vllm("vllm:iteration_tokens_total", HISTOGRAM, "Tokens per engine step (batch fill).", unit="short"),
+    _vllm("vllm:request_prompt_tokens", HISTOGRAM, "Prompt length per request.", unit="short"),
+    _vllm("vllm:request_generation_tokens", HISTOGRAM, "Generated tokens per request.", unit="short"),
+    _vllm("vllm:request_num_preemptions", HISTOGRAM, "Preemptions per finished request.", unit="short"),
     # --- vLLM API server (no model_name) ------------------------------------------------------
     Metric(
         "http_requests_total",
-        _C,
+        COUNTER,
         Source.VLLM_API,
         ("handler", "method", "status"),
         "HTTP requests by handler and grouped status (2xx, 4xx, 5xx).",
@@ -310,44 +310,46 @@ _METRICS: tuple[Metric, ...] = (
         "reqps",
     ),
     # --- dcgm-exporter default fields (also served by `infersight exporter gpu`) ---------------
-    _dcgm("DCGM_FI_DEV_FB_USED", _G, "Framebuffer memory used, MiB.", "decmbytes"),
-    _dcgm("DCGM_FI_DEV_FB_FREE", _G, "Framebuffer memory free, MiB.", "decmbytes"),
-    _dcgm("DCGM_FI_DEV_FB_RESERVED", _G, "Framebuffer memory reserved by the driver, MiB.", "decmbytes"),
+    _dcgm("DCGM_FI_DEV_FB_USED", GAUGE, "Framebuffer memory used, MiB.", "decmbytes"),
+    _dcgm("DCGM_FI_DEV_FB_FREE", GAUGE, "Framebuffer memory free, MiB.", "decmbytes"),
+    _dcgm("DCGM_FI_DEV_FB_RESERVED", GAUGE, "Framebuffer memory reserved by the driver, MiB.", "decmbytes"),
     _dcgm(
         "DCGM_FI_DEV_GPU_UTIL",
-        _G,
+        GAUGE,
         "GPU utilization, percent.",
         "percent",
         renamed="DCGM_FI_DEV_GPU_UTIL_RATIO",
     ),
-    _dcgm("DCGM_FI_DEV_MEM_COPY_UTIL", _G, "Memory copy utilization, percent.", "percent"),
-    _dcgm("DCGM_FI_DEV_POWER_USAGE", _G, "Power draw, watts.", "watt", renamed="DCGM_FI_DEV_BOARD_POWER_WATTS"),
+    _dcgm("DCGM_FI_DEV_MEM_COPY_UTIL", GAUGE, "Memory copy utilization, percent.", "percent"),
+    _dcgm("DCGM_FI_DEV_POWER_USAGE", GAUGE, "Power draw, watts.", "watt", renamed="DCGM_FI_DEV_BOARD_POWER_WATTS"),
     _dcgm(
         "DCGM_FI_DEV_GPU_TEMP",
-        _G,
+        GAUGE,
         "GPU temperature, degrees Celsius.",
         "celsius",
         renamed="DCGM_FI_DEV_GPU_TEMP_CELSIUS",
     ),
-    _dcgm("DCGM_FI_DEV_SM_CLOCK", _G, "SM clock, MHz.", "rotmhz"),
-    _dcgm("DCGM_FI_DEV_XID_ERRORS", _G, "Value of the last XID error seen.", "short", renamed="DCGM_FI_DEV_XID_ERROR"),
+    _dcgm("DCGM_FI_DEV_SM_CLOCK", GAUGE, "SM clock, MHz.", "rotmhz"),
+    _dcgm(
+        "DCGM_FI_DEV_XID_ERRORS", GAUGE, "Value of the last XID error seen.", "short", renamed="DCGM_FI_DEV_XID_ERROR"
+    ),
     _dcgm(
         "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
-        _G,
+        GAUGE,
         "Graphics engine active ratio (0-1).",
         "percentunit",
         renamed="DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO",
     ),
     _dcgm(
         "DCGM_FI_PROF_DRAM_ACTIVE",
-        _G,
+        GAUGE,
         "Device memory interface active ratio (0-1).",
         "percentunit",
         renamed="DCGM_FI_PROF_DRAM_UTIL_RATIO",
     ),
     _dcgm(
         "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
-        _G,
+        GAUGE,
         "Tensor pipe active ratio (0-1).",
         "percentunit",
         renamed="DCGM_FI_PROF_TENSOR_UTIL_RATIO",
@@ -355,20 +357,20 @@ _METRICS: tuple[Metric, ...] = (
     # --- more dcgm-exporter fields for the gpu pack. Default counters: MEM_CLOCK, MEMORY_TEMP and
     # UNCORRECTABLE_REMAPPED_ROWS; the ECC counters and clock-event reasons must be enabled in the
     # exporter's collectors CSV (etc/default-counters.csv ships them commented out).
-    _dcgm("DCGM_FI_DEV_FB_TOTAL", _G, "Framebuffer memory total, MiB.", "decmbytes"),
-    _dcgm("DCGM_FI_DEV_MEM_CLOCK", _G, "Memory clock, MHz.", "rotmhz"),
+    _dcgm("DCGM_FI_DEV_FB_TOTAL", GAUGE, "Framebuffer memory total, MiB.", "decmbytes"),
+    _dcgm("DCGM_FI_DEV_MEM_CLOCK", GAUGE, "Memory clock, MHz.", "rotmhz"),
     _dcgm(
         "DCGM_FI_DEV_MEMORY_TEMP",
-        _G,
+        GAUGE,
         "Memory temperature, degrees Celsius.",
         "celsius",
         renamed="DCGM_FI_DEV_MEMORY_TEMP_CELSIUS",
     ),
-    _dcgm("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", _C, "Double-bit (uncorrectable) volatile ECC errors.", "short"),
-    _dcgm("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", _C, "Single-bit (corrected) volatile ECC errors.", "short"),
+    _dcgm("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", COUNTER, "Double-bit (uncorrectable) volatile ECC errors.", "short"),
+    _dcgm("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", COUNTER, "Single-bit (corrected) volatile ECC errors.", "short"),
     _dcgm(
         "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
-        _C,
+        COUNTER,
         "Memory rows remapped after uncorrectable errors (Ampere and newer).",
         "short",
         renamed="DCGM_FI_DEV_ROW_REMAP_UNCORRECTABLE_TOTAL",
@@ -377,7 +379,7 @@ _METRICS: tuple[Metric, ...] = (
     # HW thermal 0x40, HW power brake 0x80). DCGM 3.2 renamed the field from CLOCK_THROTTLE_REASONS.
     Metric(
         "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
-        _G,
+        GAUGE,
         Source.DCGM,
         _DCGM_LABELS,
         "Why the clocks are below their maximum, as a bitmask.",
@@ -388,7 +390,7 @@ _METRICS: tuple[Metric, ...] = (
     # --- infersight GPU exporter: what dcgm-exporter lacks --------------------------------------
     _own(
         "infersight_gpu_process_memory_bytes",
-        _G,
+        GAUGE,
         Source.INFERSIGHT_GPU,
         ("gpu", "UUID", "pid", "process", "model_name", "pod", "Hostname"),
         "GPU memory used by one process (top processes only; cardinality capped).",
@@ -397,7 +399,7 @@ _METRICS: tuple[Metric, ...] = (
     # --- infersight MoE exporter (vLLM plugin) --------------------------------------------------
     _own(
         "infersight_moe_expert_tokens_total",
-        _C,
+        COUNTER,
         Source.INFERSIGHT_MOE,
         ("model_name", "layer", "expert", "rank"),
         "Tokens routed to one expert of one MoE layer.",
@@ -405,7 +407,7 @@ _METRICS: tuple[Metric, ...] = (
     ),
     _own(
         "infersight_moe_layer_experts",
-        _G,
+        GAUGE,
         Source.INFERSIGHT_MOE,
         ("model_name", "layer", "rank"),
         "Routed experts in one MoE layer (a uniform load gives each 1/N of the layer's tokens).",
@@ -413,7 +415,7 @@ _METRICS: tuple[Metric, ...] = (
     ),
     _own(
         "infersight_moe_layer_top_k",
-        _G,
+        GAUGE,
         Source.INFERSIGHT_MOE,
         ("model_name", "layer", "rank"),
         "Experts each token is routed to in one MoE layer (expert-token counts / top_k = tokens).",
@@ -422,7 +424,7 @@ _METRICS: tuple[Metric, ...] = (
     # --- health of infersight's own exporters -----------------------------------------------------
     _own(
         "infersight_exporter_up",
-        _G,
+        GAUGE,
         Source.INFERSIGHT_EXPORTER,
         ("exporter",),
         "1 when the exporter's last collection succeeded.",
@@ -430,7 +432,7 @@ _METRICS: tuple[Metric, ...] = (
     ),
     _own(
         "infersight_exporter_info",
-        _G,
+        GAUGE,
         Source.INFERSIGHT_EXPORTER,
         ("exporter", "backend", "version"),
         'Exporter build and backend; backend="fake" marks the scripted no-GPU backend.',
@@ -438,7 +440,7 @@ _METRICS: tuple[Metric, ...] = (
     ),
     _own(
         "infersight_exporter_collection_duration_seconds",
-        _G,
+        GAUGE,
         Source.INFERSIGHT_EXPORTER,
         ("exporter",),
         "Duration of the last background collection.",
@@ -446,7 +448,7 @@ _METRICS: tuple[Metric, ...] = (
     ),
     _own(
         "infersight_exporter_errors_total",
-        _C,
+        COUNTER,
         Source.INFERSIGHT_EXPORTER,
         ("exporter", "kind"),
         "Collection errors by kind (e.g. nvml_not_found, gpu_lost, permission_denied).",
@@ -454,7 +456,7 @@ _METRICS: tuple[Metric, ...] = (
     ),
     _own(
         "infersight_exporter_last_success_timestamp_seconds",
-        _G,
+        GAUGE,
         Source.INFERSIGHT_EXPORTER,
         ("exporter",),
         "Unix time of the last successful collection.",
@@ -463,7 +465,7 @@ _METRICS: tuple[Metric, ...] = (
     # --- prometheus_client's process collector on the vLLM API server (uptime: the gpu pack's warm-up guard)
     Metric(
         "process_start_time_seconds",
-        _G,
+        GAUGE,
         Source.VLLM_API,
         ("job", "instance"),
         "Unix time the vLLM API server process started.",
@@ -471,7 +473,7 @@ _METRICS: tuple[Metric, ...] = (
         "dateTimeAsIso",
     ),
     # --- Prometheus itself --------------------------------------------------------------------
-    Metric("up", _G, Source.PROMETHEUS, ("job", "instance"), "Scrape target health.", "all", "short"),
+    Metric("up", GAUGE, Source.PROMETHEUS, ("job", "instance"), "Scrape target health.", "all", "short"),
 )
 
 CATALOG: dict[str, Metric] = {m.name: m for m in _METRICS}

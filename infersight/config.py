@@ -699,7 +699,7 @@ class Config(_Strict):
             raise ValueError(" ;; ".join(problems))
         return self
 
-    def d(self, nominal: Duration) -> Duration:
+    def scaled(self, nominal: Duration) -> Duration:
         """A nominal duration as it goes into the bundle, after time scaling."""
         return nominal.scaled(self.time_scale)
 

@@ -96,30 +96,5 @@ class RuleGroup:
         return {"name": self.name, "interval": str(self.interval), "rules": [r.to_dict() for r in self.rules]}
 
 
-# Mimir's ruler rejects groups over 20 rules by default (ruler.max_rules_per_rule_group), and
-# small groups shard well across Thanos/Mimir rulers.
-MAX_RULES_PER_GROUP = 20
-
-
-def split_groups(name: str, interval: Duration, rules: list[RecordingRule | Alert]) -> list[RuleGroup]:
-    """One group ``<name>.rules``, or ``<name>-1.rules``, ``<name>-2.rules``... when it is too big.
-    Order is kept, so a rule still follows the rules it reads."""
-    size = MAX_RULES_PER_GROUP
-    chunks = [rules[i : i + size] for i in range(0, len(rules), size)] or [[]]
-    kind = "alerts" if any(isinstance(r, Alert) for r in rules) else "rules"
-    if len(chunks) == 1:
-        return [RuleGroup(f"{name}.{kind}", interval, tuple(chunks[0]))]
-    return [RuleGroup(f"{name}-{i}.{kind}", interval, tuple(c)) for i, c in enumerate(chunks, start=1)]
-
-
-def runbook_url(base: str, alert: str) -> str:
-    return f"{base}#{alert.lower()}"
-
-
 def rule_file(groups: list[RuleGroup]) -> dict[str, Any]:
     return {"groups": [g.to_dict() for g in groups]}
-
-
-def record_name(level: str, metric: str, operation: str) -> str:
-    """``level:metric:operation``; a catalog name's colon becomes an underscore."""
-    return f"{level}:{metric.replace(':', '_')}:{operation}"

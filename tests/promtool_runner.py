@@ -9,12 +9,12 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from infersight import bundle
+from infersight import bundle, bundle_files
 from infersight.config import Config
 
 
 def promtool_test(test_file: Path, workdir: Path, cfg: Config | None = None) -> subprocess.CompletedProcess[str]:
-    bundle.write(bundle.build(cfg or Config()), workdir)
+    bundle_files.write(bundle_files.render(bundle.build(cfg or Config()), with_deploy=False), workdir)
     shutil.copy(test_file, workdir / test_file.name)
     return subprocess.run(
         ["promtool", "test", "rules", test_file.name], cwd=workdir, capture_output=True, text=True, timeout=300

@@ -16,14 +16,14 @@ from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.cog.plugins import register_default_plugins
 from grafana_foundation_sdk.models.dashboard import Dashboard as DashboardModel
 
-from infersight import bundle, catalog
+from infersight import bundle, bundle_files, catalog
 from infersight.config import Config
 from infersight.lint import lint_dashboard, lint_rules, metric_names, substitute
 from infersight.rules import COMPONENTS
 from tests.grafana_schema import REFERENCE_DIR, schema_problems
 
 REPO = Path(__file__).resolve().parents[1]
-FILES = bundle.build(Config())
+FILES = bundle_files.render(bundle.build(Config()))
 RULE_FILES = {k: v for k, v in FILES.items() if k.startswith(("recording_rules/", "alerts/"))}
 DASHBOARDS = {k: json.loads(v) for k, v in FILES.items() if k.startswith("dashboards/")}
 REFERENCE = REFERENCE_DIR / "vllm-0.32.0-metric-families.txt"
@@ -40,14 +40,14 @@ def test_bundle_has_the_slice() -> None:
 
 
 def test_promtool_check_rules(tmp_path: Path) -> None:
-    bundle.write(RULE_FILES, tmp_path)
+    bundle_files.write(RULE_FILES, tmp_path)
     paths = [str(tmp_path / rel) for rel in RULE_FILES]
     result = subprocess.run(["promtool", "check", "rules", *paths], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_every_expression_parses_and_names_only_catalogued_or_recorded_metrics() -> None:
-    recorded = bundle.recorded_names(bundle.rule_groups(Config(), "recording_rules"))
+    recorded = bundle.build(Config()).recorded_names()
     problems: list[str] = []
     for rel, text in RULE_FILES.items():
         problems += lint_rules(rel, yaml.safe_load(text), recorded)

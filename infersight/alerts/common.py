@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from infersight import conventions
 from infersight.config import AlertRule, Config
-from infersight.rules import Alert, Component, runbook_url
+from infersight.rules import Alert, Component
 
 
 def num(x: float) -> str:
@@ -22,10 +23,10 @@ def tuned_alert(
     return Alert(
         alert=name,
         expr=expr,
-        for_=cfg.d(rule.for_),
+        for_=cfg.scaled(rule.for_),
         severity=rule.severity,
         component=component,
         summary=summary,
         description=description,
-        runbook_url=runbook_url(cfg.alerts.runbook_base_url, name),
+        runbook_url=conventions.runbook_url(cfg.alerts.runbook_base_url, name),
     )

@@ -9,11 +9,10 @@ series: nothing suppresses its leak or OOM alerts, and the load-dependent alerts
 
 from __future__ import annotations
 
-from infersight import promql as q
+from infersight import conventions, promql
 from infersight.alerts.common import num, on, tuned_alert
 from infersight.config import Config
-from infersight.recording_rules import gpu as g
-from infersight.recording_rules import serving as rec
+from infersight.recording_rules import gpu as gpu_rules
 from infersight.rules import Alert, RuleGroup
 
 LEAK = "InfersightGPUMemoryLeak"
@@ -27,23 +26,23 @@ IDLE = "InfersightGPUIdleWithQueuedRequests"
 TELEMETRY = "InfersightGPUTelemetryDown"
 LOST = "InfersightGPULost"
 
-_BY_WORKLOAD = on((g.WORKLOAD_LABEL,))
+_BY_WORKLOAD = on((gpu_rules.WORKLOAD_LABEL,))
 # Names one GPU in descriptions, whichever exporter generation wrote it (Hostname is normalised).
 _GPU = "GPU {{ $labels.gpu }} ({{ $labels.modelName }}, {{ $labels.UUID }}) on {{ $labels.Hostname }}"
 
 
 def _warming_up(cfg: Config) -> str:
     """Join keys whose newest engine started less than gpu.warmup ago."""
-    return f"{g.WORKLOAD_UPTIME} < {num(cfg.d(cfg.gpu.warmup).total_seconds)}"
+    return f"{gpu_rules.WORKLOAD_UPTIME} < {num(cfg.scaled(cfg.gpu.warmup).total_seconds)}"
 
 
 def _leak(cfg: Config) -> Alert:
     a = cfg.gpu.alerts.memory_leak
-    window = cfg.d(a.window)
+    window = cfg.scaled(a.window)
     # Restarts and warm-ups are steps: a restart's fall turns the trend negative (resetting for:),
     # and a step's rise stays in the window for at most its length, which for: outlasts (the config
     # insists). A slow warm-up creep is what the engines' start time is for.
-    growth_mib = f"{g.fb_used_deriv(cfg)} * {num(window.total_seconds)} / {g.MIB}"
+    growth_mib = f"{gpu_rules.fb_used_deriv(cfg)} * {num(window.total_seconds)} / {gpu_rules.MIB}"
 
     # Load is compared window against window (means, not points), so noise in a light load does
     # not read as a rise.
@@ -51,7 +50,7 @@ def _leak(cfg: Config) -> Alert:
         return f"avg_over_time({name}[{window}]{shift})"
 
     before = f" offset {window}"
-    requests, kv = g.workload_requests(cfg), g.WORKLOAD_KV_USAGE
+    requests, kv = gpu_rules.workload_requests(cfg), gpu_rules.WORKLOAD_KV_USAGE
     load_rising = (
         f"  {mean(requests)} > {num(1 + a.request_rate_rise)} * {mean(requests, before)}\n"
         f"  or\n  {mean(kv)} > {mean(kv, before)} + {num(a.kv_usage_rise)}\n"
@@ -66,17 +65,17 @@ def _leak(cfg: Config) -> Alert:
         expr,
         "GPU memory keeps growing while the load on it is flat.",
         f'Used framebuffer of {_GPU} grew {{{{ $value | printf "%.0f" }}}} MiB per {window} (threshold '
-        f"{num(a.growth_mib)} MiB) for {cfg.d(a.for_)} while the request rate and KV-cache "
+        f"{num(a.growth_mib)} MiB) for {cfg.scaled(a.for_)} while the request rate and KV-cache "
         "usage of its engines ({{ $labels.infersight_workload }}) stayed flat: likely a memory leak.",
     )
 
 
 def _predicted_oom(cfg: Config) -> Alert:
     a = cfg.gpu.alerts.predicted_oom
-    within = cfg.d(a.within).total_seconds
+    within = cfg.scaled(a.within).total_seconds
     expr = (  # the value is hours: a description that rounds them survives a scrape's jitter
-        f"(\n  {g.time_to_oom(cfg)} / 3600 < {num(within / 3600)}\n  and\n"
-        f"  predict_linear({g.FB_FREE}[{cfg.d(a.short_window)}], {num(within)}) < 0\n)\n"
+        f"(\n  {gpu_rules.time_to_oom(cfg)} / 3600 < {num(within / 3600)}\n  and\n"
+        f"  predict_linear({gpu_rules.FB_FREE}[{cfg.scaled(a.short_window)}], {num(within)}) < 0\n)\n"
         f"unless {_BY_WORKLOAD}\n{_warming_up(cfg)}"
     )
     return tuned_alert(
@@ -86,20 +85,22 @@ def _predicted_oom(cfg: Config) -> Alert:
         a,
         expr,
         "A GPU is predicted to run out of memory.",
-        f"At the trend of the last {cfg.d(a.long_window)} (the last {cfg.d(a.short_window)} agree), {_GPU} runs "
-        f'out of free framebuffer in about {{{{ $value | printf "%.1f" }}}}h (alert horizon {cfg.d(a.within)}).',
+        f"At the trend of the last {cfg.scaled(a.long_window)} "
+        f"(the last {cfg.scaled(a.short_window)} agree), {_GPU} runs "
+        f'out of free framebuffer in about {{{{ $value | printf "%.1f" }}}}h (alert horizon {cfg.scaled(a.within)}).',
     )
 
 
 def _xid(cfg: Config) -> Alert:
     a = cfg.gpu.alerts.xid
-    w = cfg.d(a.window)
+    w = cfg.scaled(a.window)
     # The gauge holds the last XID until the driver reloads, so only a change is news. Newer
     # exporters also put the code in an err_code label, making a new code a new series; the last
     # clause keeps a code that was already there when monitoring began from counting as new.
     expr = (
-        f"(\n  ({g.XID} > 0 and changes({g.XID}[{w}]) > 0)\n  or\n  ({g.XID} > 0 unless {g.XID} offset {w})\n)\n"
-        f"and on (UUID)\n{g.XID} offset {w}"
+        f"(\n  ({gpu_rules.XID} > 0 and changes({gpu_rules.XID}[{w}]) > 0)\n  or\n"
+        f"  ({gpu_rules.XID} > 0 unless {gpu_rules.XID} offset {w})\n)\n"
+        f"and on (UUID)\n{gpu_rules.XID} offset {w}"
     )
     return tuned_alert(
         cfg,
@@ -115,17 +116,17 @@ def _xid(cfg: Config) -> Alert:
 
 def _ecc(cfg: Config) -> Alert:
     a = cfg.gpu.alerts.ecc_double_bit
-    w = cfg.d(a.window)
+    w = cfg.scaled(a.window)
     errors = (
-        f"{q.range_fn('increase', 'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL', w, cfg.selectors.dcgm)} > 0\nor\n"
-        f"{q.range_fn('increase', 'DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS', w, cfg.selectors.dcgm)} > 0"
+        f"{promql.range_fn('increase', 'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL', w, cfg.selectors.dcgm)} > 0\nor\n"
+        f"{promql.range_fn('increase', 'DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS', w, cfg.selectors.dcgm)} > 0"
     )
     return tuned_alert(
         cfg,
         "gpu",
         ECC,
         a,
-        g.normalise(cfg, f"(\n{errors}\n)"),
+        gpu_rules.normalise(cfg, f"(\n{errors}\n)"),
         "A GPU had uncorrectable (double-bit) memory errors.",
         f'{_GPU} had {{{{ $value | printf "%.0f" }}}} uncorrectable ECC errors or remapped rows in the last {w}: '
         "data in its memory may be corrupt.",
@@ -141,8 +142,8 @@ def _lost(cfg: Config) -> Alert:
     counting as lost. The labels are the GPU's last, pod included, so inhibition finds its engines."""
     a = cfg.gpu.alerts.lost
     expr = (
-        f"last_over_time({g.FB_USED}[{cfg.d(a.window)}])\nunless on (UUID)\n{g.FB_USED}\n"
-        f"and on (job, instance)\n{q.series('up', cfg.selectors.dcgm)} == 1"
+        f"last_over_time({gpu_rules.FB_USED}[{cfg.scaled(a.window)}])\nunless on (UUID)\n{gpu_rules.FB_USED}\n"
+        f"and on (job, instance)\n{promql.series('up', cfg.selectors.dcgm)} == 1"
     )
     return tuned_alert(
         cfg,
@@ -151,7 +152,7 @@ def _lost(cfg: Config) -> Alert:
         a,
         expr,
         "A GPU stopped reporting while its exporter still answers.",
-        f"{_GPU} was reported within the last {cfg.d(a.window)} but is gone from dcgm-exporter "
+        f"{_GPU} was reported within the last {cfg.scaled(a.window)} but is gone from dcgm-exporter "
         "{{ $labels.instance }}, which still answers: the GPU fell off the bus (XID 79) or needs a reset, "
         "and the engines on it have lost it.",
     )
@@ -159,10 +160,11 @@ def _lost(cfg: Config) -> Alert:
 
 def _throttling(cfg: Config) -> Alert:
     a = cfg.gpu.alerts.throttling
-    w = cfg.d(a.window)
+    w = cfg.scaled(a.window)
     ratios = {"thermal": a.thermal_ratio, "power": a.power_ratio}
     expr = "\nor\n".join(
-        f"avg_over_time({q.recorded(g.THROTTLE, [q.label_matcher('reason', '=', reason)])}[{w}]) > {num(ratio)}"
+        f"avg_over_time({promql.recorded(gpu_rules.THROTTLE, [promql.label_matcher('reason', '=', reason)])}[{w}])"
+        f" > {num(ratio)}"
         for reason, ratio in ratios.items()
     )
     return tuned_alert(
@@ -185,7 +187,7 @@ def _temperature(cfg: Config) -> Alert:
         "gpu",
         TEMPERATURE,
         a,
-        f"{g.TEMP} > {num(a.celsius)}",
+        f"{gpu_rules.TEMP} > {num(a.celsius)}",
         "A GPU runs hot.",
         f"{_GPU} is at {{{{ $value }}}} °C (threshold {num(a.celsius)} °C); it will throttle near its slowdown "
         "temperature.",
@@ -194,10 +196,10 @@ def _temperature(cfg: Config) -> Alert:
 
 def _bandwidth(cfg: Config) -> Alert:
     a = cfg.gpu.alerts.bandwidth_kv_thrash
-    rate = cfg.d(cfg.intervals.rate)
+    rate = cfg.scaled(cfg.intervals.rate)
     expr = (
-        f"avg_over_time({g.MEM_COPY}[{rate}]) > {num(a.mem_copy_ratio)}\n"
-        f"and {_BY_WORKLOAD}\n{g.workload_preemptions(cfg)} > {num(a.preemptions_per_second)}"
+        f"avg_over_time({gpu_rules.MEM_COPY}[{rate}]) > {num(a.mem_copy_ratio)}\n"
+        f"and {_BY_WORKLOAD}\n{gpu_rules.workload_preemptions(cfg)} > {num(a.preemptions_per_second)}"
     )
     return tuned_alert(
         cfg,
@@ -214,12 +216,13 @@ def _bandwidth(cfg: Config) -> Alert:
 
 def _idle(cfg: Config) -> Alert:
     a = cfg.gpu.alerts.idle_with_queue
-    rate = cfg.d(cfg.intervals.rate)
+    rate = cfg.scaled(cfg.intervals.rate)
     waiting = (
-        f"{rec.gauge_sum('vllm:num_requests_waiting')}\n* on (job, instance) group_left ({g.WORKLOAD_LABEL})\n"
-        f"{g.WORKLOAD_MAP}"
+        f"{conventions.gauge_sum('vllm:num_requests_waiting')}\n"
+        f"* on (job, instance) group_left ({gpu_rules.WORKLOAD_LABEL})\n"
+        f"{gpu_rules.WORKLOAD_MAP}"
     )
-    idle = q.agg("max", (g.WORKLOAD_LABEL,), f"max_over_time({g.UTIL}[{rate}])")
+    idle = promql.agg("max", (gpu_rules.WORKLOAD_LABEL,), f"max_over_time({gpu_rules.UTIL}[{rate}])")
     expr = f"(\n{waiting}\n) >= {num(a.min_waiting)}\nand {_BY_WORKLOAD}\n{idle} < {num(a.util_ratio)}"
     return tuned_alert(
         cfg,
@@ -241,10 +244,10 @@ def _telemetry(cfg: Config) -> Alert:
         "gpu",
         TELEMETRY,
         a,
-        f"{q.series('up', cfg.selectors.dcgm)} == 0",
+        f"{promql.series('up', cfg.selectors.dcgm)} == 0",
         "A dcgm-exporter target cannot be scraped.",
         "dcgm-exporter {{ $labels.instance }} (job {{ $labels.job }}) has failed every scrape for "
-        f"{cfg.d(a.for_)}: every GPU alert of its node is blind.",
+        f"{cfg.scaled(a.for_)}: every GPU alert of its node is blind.",
     )
 
 
@@ -263,4 +266,4 @@ def groups(cfg: Config) -> list[RuleGroup]:
         (a.lost, _lost),
     )
     alerts = tuple(build(cfg) for rule, build in builders if rule.enabled)
-    return [RuleGroup("infersight-gpu.alerts", cfg.d(cfg.intervals.evaluation), alerts)]
+    return [RuleGroup("infersight-gpu.alerts", cfg.scaled(cfg.intervals.evaluation), alerts)]

@@ -3,10 +3,11 @@ prefix-cache hit collapse and KV-cache thrash."""
 
 from __future__ import annotations
 
+from infersight import conventions
 from infersight.alerts.common import num, on, tuned_alert
 from infersight.config import Config
-from infersight.recording_rules import kv_cache as kv
-from infersight.recording_rules import serving as rec
+from infersight.recording_rules import kv_cache as kv_rules
+from infersight.recording_rules import serving as serving_rules
 from infersight.rules import Alert, RuleGroup
 
 SATURATED = "InfersightVLLMKVCacheSaturated"
@@ -19,9 +20,9 @@ THRASH = "InfersightVLLMKVCacheThrash"
 def _saturation(cfg: Config) -> Alert:
     a = cfg.kv_cache.alerts.saturation
     expr = (
-        f"{kv.usage_avg(cfg)} > {num(a.usage_threshold)}\nand {on(kv.ENGINE)}\n(\n"
-        f"  {kv.engine_preemptions(cfg)} > {num(a.preemptions_per_second)}\n  or {on(kv.ENGINE)}\n"
-        f"  {kv.queue_growth(cfg)} > {num(a.queue_growth_per_second)}\n)"
+        f"{kv_rules.usage_avg(cfg)} > {num(a.usage_threshold)}\nand {on(kv_rules.ENGINE)}\n(\n"
+        f"  {kv_rules.engine_preemptions(cfg)} > {num(a.preemptions_per_second)}\n  or {on(kv_rules.ENGINE)}\n"
+        f"  {kv_rules.queue_growth(cfg)} > {num(a.queue_growth_per_second)}\n)"
     )
     return tuned_alert(
         cfg,
@@ -31,7 +32,7 @@ def _saturation(cfg: Config) -> Alert:
         expr,
         "A vLLM engine's KV cache is full and requests suffer for it.",
         "The KV cache of {{ $labels.model_name }} engine {{ $labels.engine }} on {{ $labels.instance }} averaged "
-        f"{{{{ $value | humanizePercentage }}}} full over {cfg.d(cfg.intervals.rate)} (threshold "
+        f"{{{{ $value | humanizePercentage }}}} full over {cfg.scaled(cfg.intervals.rate)} (threshold "
         f"{num(a.usage_threshold * 100)}%) while requests were preempted or the waiting queue grew.",
     )
 
@@ -43,7 +44,7 @@ def _preemptions(cfg: Config) -> Alert:
         "kv_cache",
         PREEMPTIONS,
         a,
-        f"{rec.preemptions(cfg)} > {num(a.per_second)}",
+        f"{serving_rules.preemptions(cfg)} > {num(a.per_second)}",
         "A vLLM server keeps preempting requests.",
         "{{ $labels.model_name }} on {{ $labels.instance }} preempts requests "
         '{{ $value | printf "%.2f" }} times per second '
@@ -58,7 +59,7 @@ def _queue_build_up(cfg: Config) -> Alert:
         "kv_cache",
         QUEUE_BUILD_UP,
         a,
-        f"{rec.quantile(cfg, kv.QUEUE_TIME, 'instance', 0.95)} > {num(a.p95_seconds)}",
+        f"{conventions.quantile(cfg, kv_rules.QUEUE_TIME, 'instance', 0.95)} > {num(a.p95_seconds)}",
         "Requests wait too long in a vLLM queue before they are scheduled.",
         "95% of {{ $labels.model_name }} requests on {{ $labels.instance }} waited up to "
         f"{{{{ $value | humanizeDuration }}}} in the queue (threshold {num(a.p95_seconds)}s).",
@@ -67,13 +68,13 @@ def _queue_build_up(cfg: Config) -> Alert:
 
 def _prefix_collapse(cfg: Config) -> Alert:
     a = cfg.kv_cache.alerts.prefix_collapse
-    baseline = f"({kv.prefix_hit_ratio(a.baseline_window)} offset {cfg.d(a.baseline_offset)})"
-    current = kv.prefix_hit_ratio(cfg.intervals.rate)
-    by_instance = on(kv.INSTANCE)
+    baseline = f"({kv_rules.prefix_hit_ratio(a.baseline_window)} offset {cfg.scaled(a.baseline_offset)})"
+    current = kv_rules.prefix_hit_ratio(cfg.intervals.rate)
+    by_instance = on(kv_rules.INSTANCE)
     expr = (
         f"{current}\n< {num(1 - a.drop_fraction)} * {baseline}\n"
         f"and {by_instance}\n{baseline} > {num(a.min_baseline_ratio)}\n"
-        f"and {by_instance}\n{kv.prefix_rate(cfg, 'queries')} > {num(a.min_queries_per_second)}"
+        f"and {by_instance}\n{kv_rules.prefix_rate(cfg, 'queries')} > {num(a.min_queries_per_second)}"
     )
     return tuned_alert(
         cfg,
@@ -84,15 +85,15 @@ def _prefix_collapse(cfg: Config) -> Alert:
         "A vLLM server's prefix-cache hit ratio collapsed against its own baseline.",
         "The prefix-cache hit ratio of {{ $labels.model_name }} on {{ $labels.instance }} fell to "
         f"{{{{ $value | humanizePercentage }}}}, under {num((1 - a.drop_fraction) * 100)}% of its ratio over "
-        f"{cfg.d(a.baseline_window)} ending {cfg.d(a.baseline_offset)} ago.",
+        f"{cfg.scaled(a.baseline_window)} ending {cfg.scaled(a.baseline_offset)} ago.",
     )
 
 
 def _thrash(cfg: Config) -> Alert:
     a = cfg.kv_cache.alerts.thrash
     expr = (
-        f"{kv.usage_stddev(cfg)} > {num(a.usage_stddev)}\nand {on(kv.ENGINE)}\n"
-        f"{kv.engine_preemptions(cfg)} > {num(a.preemptions_per_second)}"
+        f"{kv_rules.usage_stddev(cfg)} > {num(a.usage_stddev)}\nand {on(kv_rules.ENGINE)}\n"
+        f"{kv_rules.engine_preemptions(cfg)} > {num(a.preemptions_per_second)}"
     )
     return tuned_alert(
         cfg,
@@ -102,7 +103,7 @@ def _thrash(cfg: Config) -> Alert:
         expr,
         "A vLLM engine's KV cache is thrashing: usage swings while requests are preempted.",
         "KV usage of {{ $labels.model_name }} engine {{ $labels.engine }} on {{ $labels.instance }} swings with "
-        f"a standard deviation of {{{{ $value | humanizePercentage }}}} over {cfg.d(a.window)} (threshold "
+        f"a standard deviation of {{{{ $value | humanizePercentage }}}} over {cfg.scaled(a.window)} (threshold "
         f"{num(a.usage_stddev * 100)}%) while requests are preempted.",
     )
 
@@ -117,4 +118,4 @@ def groups(cfg: Config) -> list[RuleGroup]:
         (a.thrash, _thrash),
     )
     alerts = tuple(make(cfg) for rule, make in table if rule.enabled)
-    return [RuleGroup("infersight-kv-cache.alerts", cfg.d(cfg.intervals.evaluation), alerts)]
+    return [RuleGroup("infersight-kv-cache.alerts", cfg.scaled(cfg.intervals.evaluation), alerts)]

@@ -3,7 +3,7 @@ missing for a model configured as MoE."""
 
 from __future__ import annotations
 
-from infersight import promql as q
+from infersight import promql
 from infersight.alerts.common import num, on, tuned_alert
 from infersight.config import Config
 from infersight.recording_rules import moe
@@ -16,7 +16,7 @@ METRICS_ABSENT = "InfersightMoEExpertLoadAbsent"
 
 def layer_has_traffic(cfg: Config) -> str:
     """Layers where each expert would expect enough tokens in the window to judge its share."""
-    seconds = cfg.d(cfg.moe.window).total_seconds
+    seconds = cfg.scaled(cfg.moe.window).total_seconds
     return (
         f"and {on(moe.LAYER)}\n{moe.layer_mean(cfg)} * {num(seconds)} >= {num(cfg.moe.min_expected_tokens_per_expert)}"
     )
@@ -32,7 +32,7 @@ def _imbalance(cfg: Config) -> Alert:
         f"{moe.share_variance(cfg)} > {num(a.variance_threshold)}\n{layer_has_traffic(cfg)}",
         "Tokens are persistently routed unevenly across the experts of an MoE layer.",
         "Layer {{ $labels.layer }} of {{ $labels.model_name }} (job {{ $labels.job }}): the variance of "
-        f'per-expert load shares is {{{{ $value | printf "%.4f" }}}} over {cfg.d(cfg.moe.window)} '
+        f'per-expert load shares is {{{{ $value | printf "%.4f" }}}} over {cfg.scaled(cfg.moe.window)} '
         f"(threshold {num(a.variance_threshold)}); hot experts slow every step of the batch.",
     )
 
@@ -47,7 +47,7 @@ def _dead_expert(cfg: Config) -> Alert:
         f"{moe.expert_rate(cfg)} == 0\n{layer_has_traffic(cfg)}",
         "An MoE expert receives no tokens while its layer has traffic.",
         "Expert {{ $labels.expert }} of layer {{ $labels.layer }} ({{ $labels.model_name }}, job "
-        f"{{{{ $labels.job }}}}) received no tokens in {cfg.d(cfg.moe.window)} while the layer's other experts "
+        f"{{{{ $labels.job }}}}) received no tokens in {cfg.scaled(cfg.moe.window)} while the layer's other experts "
         "did.",
     )
 
@@ -59,12 +59,14 @@ def _absent(cfg: Config) -> Alert:
     the plugin's port that times out under load writes stale markers, and must not start the
     alert while the rate rules still have data."""
     a = cfg.moe.alerts.metrics_absent
-    models = q.label_matcher("model_name", "=~", q.alternation(cfg.moe.models))
-    served = q.agg("group", ("model_name",), q.series("vllm:num_requests_running", [*cfg.selectors.vllm, models]))
-    exported = q.agg(
+    models = promql.label_matcher("model_name", "=~", promql.alternation(cfg.moe.models))
+    served = promql.agg(
+        "group", ("model_name",), promql.series("vllm:num_requests_running", [*cfg.selectors.vllm, models])
+    )
+    exported = promql.agg(
         "group",
         ("model_name",),
-        q.over_time("present", q.series(moe.TOKENS, cfg.selectors.moe_exporter), cfg.moe.window),
+        promql.over_time("present", promql.series(moe.TOKENS, cfg.selectors.moe_exporter), cfg.moe.window),
     )
     return tuned_alert(
         cfg,
@@ -87,4 +89,4 @@ def groups(cfg: Config) -> list[RuleGroup]:
         alerts.append(_dead_expert(cfg))
     if a.metrics_absent.enabled and cfg.moe.models:
         alerts.append(_absent(cfg))
-    return [RuleGroup("infersight-moe.alerts", cfg.d(cfg.intervals.evaluation), tuple(alerts))]
+    return [RuleGroup("infersight-moe.alerts", cfg.scaled(cfg.intervals.evaluation), tuple(alerts))]

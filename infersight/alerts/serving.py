@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from infersight import promql as q
+from infersight import conventions, promql
 from infersight.config import Config
-from infersight.recording_rules import serving as rec
-from infersight.rules import Alert, RuleGroup, runbook_url
+from infersight.recording_rules import serving as serving_rules
+from infersight.rules import Alert, RuleGroup
 
 TARGET_DOWN = "InfersightVLLMTargetDown"
 NO_TARGETS = "InfersightVLLMNoTargets"
@@ -19,22 +19,22 @@ def burn_alert_name(slo: str) -> str:
 
 def _burn_rate(window_rule: str, slo: str) -> str:
     """Error ratio over a window divided by the error budget: 1 means on track to use exactly the budget."""
-    match = [q.label_matcher("slo", "=", slo)]
-    return f"{q.recorded(window_rule, match)} / (1 - {q.recorded(rec.SLO_OBJECTIVE, match)})"
+    match = [promql.label_matcher("slo", "=", slo)]
+    return f"{promql.recorded(window_rule, match)} / (1 - {promql.recorded(serving_rules.SLO_OBJECTIVE, match)})"
 
 
 def _burn_alerts(cfg: Config) -> list[Alert]:
     alerts = []
     base = cfg.alerts.runbook_base_url
-    for spec in rec.slo_specs(cfg):
+    for spec in serving_rules.slo_specs(cfg):
         name = burn_alert_name(spec.name)
         for severity in ("critical", "warning"):
             rows = [bw for bw in cfg.slo.burn_windows if bw.severity == severity]
             if not rows:
                 continue
             clauses = [
-                f"(\n  {_burn_rate(rec.slo_errors(bw.long), spec.name)} > {bw.factor}\nand\n"
-                f"  {_burn_rate(rec.slo_errors(bw.short), spec.name)} > {bw.factor}\n)"
+                f"(\n  {_burn_rate(serving_rules.slo_errors(bw.long), spec.name)} > {bw.factor}\nand\n"
+                f"  {_burn_rate(serving_rules.slo_errors(bw.short), spec.name)} > {bw.factor}\n)"
                 for bw in rows
             ]
             windows = ", ".join(f"{bw.long}/{bw.short} at {bw.factor}x" for bw in rows)
@@ -50,7 +50,7 @@ def _burn_alerts(cfg: Config) -> list[Alert]:
                         f"error budget at {{{{ $value | humanize }}}}x the sustainable rate "
                         f"(windows {windows})."
                     ),
-                    runbook_url=runbook_url(base, name),
+                    runbook_url=conventions.runbook_url(base, name),
                     burn_rate=True,
                 )
             )
@@ -66,50 +66,50 @@ def _health_alerts(cfg: Config) -> list[Alert]:
         out.append(
             Alert(
                 alert=TARGET_DOWN,
-                expr=f"{q.series('up', sel)} == 0",
-                for_=cfg.d(a.target_down.for_),
+                expr=f"{promql.series('up', sel)} == 0",
+                for_=cfg.scaled(a.target_down.for_),
                 severity=a.target_down.severity,
                 component="serving",
                 summary="A vLLM target cannot be scraped.",
                 description="vLLM target {{ $labels.instance }} of job {{ $labels.job }} has failed every scrape "
-                f"for {cfg.d(a.target_down.for_)}: the engine is down, restarting or unreachable.",
-                runbook_url=runbook_url(base, TARGET_DOWN),
+                f"for {cfg.scaled(a.target_down.for_)}: the engine is down, restarting or unreachable.",
+                runbook_url=conventions.runbook_url(base, TARGET_DOWN),
             )
         )
         out.append(
             Alert(
                 alert=NO_TARGETS,
-                expr=f"absent({q.series('up', sel)})",
-                for_=cfg.d(a.target_down.for_),
+                expr=f"absent({promql.series('up', sel)})",
+                for_=cfg.scaled(a.target_down.for_),
                 severity="warning",
                 component="serving",
                 summary="Prometheus has no vLLM targets at all.",
                 description="No up series match the vLLM selector of job {{ $labels.job }}: service discovery "
                 "lost every vLLM target, or the selector in infersight.yaml is wrong.",
-                runbook_url=runbook_url(base, NO_TARGETS),
+                runbook_url=conventions.runbook_url(base, NO_TARGETS),
             )
         )
     if a.metrics_absent.enabled:
         out.append(
             Alert(
                 alert=METRICS_ABSENT,
-                expr=f"{q.series('up', sel)} == 1\nunless on (job, instance)\n"
-                + q.series("vllm:num_requests_running", sel),
-                for_=cfg.d(a.metrics_absent.for_),
+                expr=f"{promql.series('up', sel)} == 1\nunless on (job, instance)\n"
+                + promql.series("vllm:num_requests_running", sel),
+                for_=cfg.scaled(a.metrics_absent.for_),
                 severity=a.metrics_absent.severity,
                 component="serving",
                 summary="A vLLM target is up but exposes no vLLM engine metrics.",
                 description="Target {{ $labels.instance }} (job {{ $labels.job }}) answers scrapes but has no "
                 "vllm:num_requests_running: the engine failed to start, metrics are disabled, or "
                 "the job scrapes something that is not vLLM.",
-                runbook_url=runbook_url(base, METRICS_ABSENT),
+                runbook_url=conventions.runbook_url(base, METRICS_ABSENT),
             )
         )
     return out
 
 
 def groups(cfg: Config) -> list[RuleGroup]:
-    interval = cfg.d(cfg.intervals.evaluation)
+    interval = cfg.scaled(cfg.intervals.evaluation)
     return [
         RuleGroup("infersight-serving-slo.alerts", interval, tuple(_burn_alerts(cfg))),
         RuleGroup("infersight-serving.alerts", interval, tuple(_health_alerts(cfg))),

@@ -7,7 +7,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from infersight import bundle
+from infersight import bundle, bundle_files
 from infersight.config import ConfigError, load_config
 from infersight.lint import LintError
 from infersight.output import write_atomic
@@ -47,7 +47,7 @@ def run_init(args: argparse.Namespace) -> int:
 
 def run_build(args: argparse.Namespace) -> int:
     try:
-        files = bundle.build(load_config(args.config))
+        files = bundle_files.render(bundle.build(load_config(args.config)))
     except ConfigError as exc:
         print(f"infersight build: {exc}", file=sys.stderr)
         return 2
@@ -55,7 +55,7 @@ def run_build(args: argparse.Namespace) -> int:
         print(f"infersight build: {exc}", file=sys.stderr)
         return 3
     if args.check is not None:
-        stale = bundle.stale_files(files, args.check)
+        stale = bundle_files.stale_files(files, args.check)
         if stale:
             print(f"{args.check} is stale; rebuild with `infersight build --out {args.check}`:", file=sys.stderr)
             for rel in stale:
@@ -63,6 +63,6 @@ def run_build(args: argparse.Namespace) -> int:
             return 1
         print(f"{args.check} is up to date ({len(files)} files)")
         return 0
-    bundle.write(files, args.out)
+    bundle_files.write(files, args.out)
     print(f"wrote {len(files)} files to {args.out}")
     return 0

@@ -5,16 +5,17 @@ running Prometheus, or its dashboards into Grafana. The bundle is built from ``-
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
-from infersight import bundle
+from infersight import bundle, bundle_files
 from infersight.config import Config, ConfigError, load_config
 from infersight.deploy import grafana, http
 from infersight.deploy.grafana_api import TOKEN_ENV, Grafana, GrafanaError, token_from_env
 from infersight.deploy.rules_deploy import DeployError, Prometheus, RulesDeploy, rule_files
-from infersight.deploy.view import RULE_KINDS, BundleView
 from infersight.lint import LintError
+from infersight.packs import RULE_KINDS
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -53,7 +54,7 @@ def _source(p: argparse.ArgumentParser) -> None:
 def _load(args: argparse.Namespace) -> tuple[Config, dict[str, str]]:
     cfg = load_config(args.config)
     if args.bundle is None:
-        return cfg, bundle.build(cfg)
+        return cfg, bundle_files.render(bundle.build(cfg), with_deploy=False)
     root: Path = args.bundle
     files = {
         p.relative_to(root).as_posix(): p.read_text(encoding="utf-8")
@@ -89,7 +90,11 @@ def run_dashboards(args: argparse.Namespace) -> int:
         token = token_from_env()
     except (ConfigError, LintError, GrafanaError) as exc:
         return _fail("dashboards", exc, 2)
-    boards = BundleView.of(files).dashboards
+    boards = {
+        rel.removeprefix("dashboards/"): json.loads(text)
+        for rel, text in files.items()
+        if rel.startswith("dashboards/")
+    }
     if not boards:
         return _fail("dashboards", ValueError("the bundle has no dashboards"), 2)
     client = Grafana(args.grafana_url, token)

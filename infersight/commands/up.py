@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 
-from infersight import bundle
+from infersight import bundle, bundle_files
 from infersight.commands.loadgen import scenario_dirs
 from infersight.commands.validate import (
     EXIT_BAD_INPUT,
@@ -220,7 +220,7 @@ def _run(
     report_dir: Path = args.report_dir
     bundle_dir = report_dir / "bundle"
     say(f"building the bundle (embedded defaults) into {bundle_dir}")
-    bundle.write(bundle.build(Config()), bundle_dir)
+    bundle_files.write(bundle_files.render(bundle.build(Config())), bundle_dir)
     try:
         stack.start()
         if target:
@@ -261,7 +261,8 @@ def _run(
     meta.notes += skipped
     intervals = stack.cfg.intervals
     meta.notes.append(
-        f"Scrape and rule evaluation every {stack.cfg.d(intervals.scrape)} ({intervals.scrape} at production timings; "
+        f"Scrape and rule evaluation every {stack.cfg.scaled(intervals.scrape)} "
+        f"({intervals.scrape} at production timings; "
         f"the shipped 15s/30s would scale below what a busy 2-core host answers in)."
     )
     meta.notes.append(

@@ -40,7 +40,7 @@ from grafana_foundation_sdk.models.common import (
     TooltipDisplayMode,
 )
 
-from infersight import promql as q
+from infersight import promql
 from infersight.config import Config
 
 DATASOURCE = DataSourceRef(type_val="prometheus", uid="${datasource}")
@@ -188,7 +188,7 @@ def chained_variables(values_from: str, labels: Sequence[str]) -> list[QueryVari
     """Each variable's values are filtered by the variables before it (job -> model_name -> ...)."""
     variables = []
     for i, label in enumerate(labels):
-        selector = q.recorded(values_from, filters(*labels[:i]))
+        selector = promql.recorded(values_from, filters(*labels[:i]))
         query = f"label_values({selector}, {label})"
         variables.append(
             QueryVariable(label)

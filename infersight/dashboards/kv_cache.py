@@ -5,27 +5,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from infersight import promql as q
+from infersight import conventions, promql
 from infersight.config import Config
 from infersight.dashboards.common import Query, Section, filters, render, timeseries
-from infersight.recording_rules import kv_cache as kv
-from infersight.recording_rules import serving as rec
+from infersight.recording_rules import kv_cache as kv_rules
+from infersight.recording_rules import serving as serving_rules
 
 FILE = "vllm-kv-cache.json"
 VARIABLES = ("job", "model_name", "instance", "engine")
-_FM = filters("job", "model_name")
-_FI = filters("job", "model_name", "instance")
-_FE = filters(*VARIABLES)
+MODEL_FILTERS = filters("job", "model_name")
+INSTANCE_FILTERS = filters("job", "model_name", "instance")
+ENGINE_FILTERS = filters(*VARIABLES)
 _WHO = "{{model_name}} @ {{instance}}"
 _WHO_ENGINE = _WHO + " e{{engine}}"
 
 
 def _usage(cfg: Config) -> Section:
     fleet = [
-        Query(q.recorded(kv.usage_quantile(qv), _FM), f"p{qv * 100:g} {{{{model_name}}}}")
+        Query(promql.recorded(kv_rules.usage_quantile(qv), MODEL_FILTERS), f"p{qv * 100:g} {{{{model_name}}}}")
         for qv in cfg.kv_cache.fleet_quantiles
     ]
-    fleet.append(Query(q.recorded(kv.USAGE_MAX, _FM), "max {{model_name}}"))
+    fleet.append(Query(promql.recorded(kv_rules.USAGE_MAX, MODEL_FILTERS), "max {{model_name}}"))
     thrash = cfg.kv_cache.alerts.thrash
     return Section(
         "KV cache",
@@ -35,7 +35,7 @@ def _usage(cfg: Config) -> Section:
                 "Fraction of KV-cache blocks in use. Full is normal under load; it hurts only together "
                 "with preemptions or a growing queue.",
                 "percentunit",
-                [Query(q.recorded(rec.KV_USAGE_ENGINE, _FE), _WHO_ENGINE)],
+                [Query(promql.recorded(serving_rules.KV_USAGE_ENGINE, ENGINE_FILTERS), _WHO_ENGINE)],
                 width=8,
                 max_val=1,
             ),
@@ -52,7 +52,7 @@ def _usage(cfg: Config) -> Section:
                 f"Standard deviation of KV usage over {thrash.window}. High together with preemptions "
                 f"means thrash (alert threshold {thrash.usage_stddev:g}).",
                 "percentunit",
-                [Query(q.recorded(kv.usage_stddev(cfg), _FE), _WHO_ENGINE)],
+                [Query(promql.recorded(kv_rules.usage_stddev(cfg), ENGINE_FILTERS), _WHO_ENGINE)],
                 width=8,
             ),
         ],
@@ -61,7 +61,7 @@ def _usage(cfg: Config) -> Section:
 
 def _prefix(cfg: Config) -> Section:
     a = cfg.kv_cache.alerts.prefix_collapse
-    baseline = q.recorded(kv.prefix_hit_ratio(a.baseline_window), _FI)
+    baseline = promql.recorded(kv_rules.prefix_hit_ratio(a.baseline_window), INSTANCE_FILTERS)
     return Section(
         "Prefix cache",
         [
@@ -72,8 +72,8 @@ def _prefix(cfg: Config) -> Section:
                 "ago.",
                 "percentunit",
                 [
-                    Query(q.recorded(kv.prefix_hit_ratio(cfg.intervals.rate), _FI), _WHO),
-                    Query(f"{baseline} offset {cfg.d(a.baseline_offset)}", "baseline " + _WHO),
+                    Query(promql.recorded(kv_rules.prefix_hit_ratio(cfg.intervals.rate), INSTANCE_FILTERS), _WHO),
+                    Query(f"{baseline} offset {cfg.scaled(a.baseline_offset)}", "baseline " + _WHO),
                 ],
                 max_val=1,
             ),
@@ -82,8 +82,8 @@ def _prefix(cfg: Config) -> Section:
                 "Prompt tokens looked up in, and found in, the prefix cache per second.",
                 "short",
                 [
-                    Query(q.recorded(kv.prefix_rate(cfg, "queries"), _FI), "queried " + _WHO),
-                    Query(q.recorded(kv.prefix_rate(cfg, "hits"), _FI), "hit " + _WHO),
+                    Query(promql.recorded(kv_rules.prefix_rate(cfg, "queries"), INSTANCE_FILTERS), "queried " + _WHO),
+                    Query(promql.recorded(kv_rules.prefix_rate(cfg, "hits"), INSTANCE_FILTERS), "hit " + _WHO),
                 ],
             ),
         ],
@@ -99,13 +99,13 @@ def _preemptions(cfg: Config) -> Section:
                 "Requests preempted per second: the engine ran out of KV blocks and evicted a running "
                 "request, whose work is recomputed later.",
                 "short",
-                [Query(q.recorded(kv.engine_preemptions(cfg), _FE), _WHO_ENGINE)],
+                [Query(promql.recorded(kv_rules.engine_preemptions(cfg), ENGINE_FILTERS), _WHO_ENGINE)],
             ),
             timeseries(
                 "Preemptions per finished request",
                 "Mean number of times each finished request was preempted.",
                 "short",
-                [Query(q.recorded(kv.preemptions_per_request(cfg), _FI), _WHO)],
+                [Query(promql.recorded(kv_rules.preemptions_per_request(cfg), INSTANCE_FILTERS), _WHO)],
             ),
         ],
     )
@@ -120,8 +120,14 @@ def _queue(cfg: Config) -> Section:
                 "Requests running in the batch and waiting to be scheduled.",
                 "short",
                 [
-                    Query(q.recorded(rec.gauge_sum("vllm:num_requests_running"), _FI), "running " + _WHO),
-                    Query(q.recorded(rec.gauge_sum("vllm:num_requests_waiting"), _FI), "waiting " + _WHO),
+                    Query(
+                        promql.recorded(conventions.gauge_sum("vllm:num_requests_running"), INSTANCE_FILTERS),
+                        "running " + _WHO,
+                    ),
+                    Query(
+                        promql.recorded(conventions.gauge_sum("vllm:num_requests_waiting"), INSTANCE_FILTERS),
+                        "waiting " + _WHO,
+                    ),
                 ],
                 width=8,
             ),
@@ -129,7 +135,7 @@ def _queue(cfg: Config) -> Section:
                 "Waiting by reason",
                 "capacity: no KV blocks or batch slots free; deferred: held back by the scheduler policy.",
                 "short",
-                [Query(q.recorded(kv.WAITING_BY_REASON, _FI), "{{reason}} " + _WHO)],
+                [Query(promql.recorded(kv_rules.WAITING_BY_REASON, INSTANCE_FILTERS), "{{reason}} " + _WHO)],
                 width=8,
                 stacked=True,
             ),
@@ -138,7 +144,7 @@ def _queue(cfg: Config) -> Section:
                 f"Slope of the waiting queue over {cfg.intervals.rate}, requests per second. Positive for "
                 "long means demand exceeds capacity.",
                 "short",
-                [Query(q.recorded(kv.queue_growth(cfg), _FE), _WHO_ENGINE)],
+                [Query(promql.recorded(kv_rules.queue_growth(cfg), ENGINE_FILTERS), _WHO_ENGINE)],
                 width=8,
                 min_val=None,
             ),
@@ -153,18 +159,21 @@ def _phases(cfg: Config) -> Section:
             f"{title} p50/p95/p99 per model, from vLLM's histogram over {cfg.intervals.rate}.",
             "s",
             [
-                Query(q.recorded(rec.quantile(cfg, metric, "model", qv), _FM), f"p{round(qv * 100)} {{{{model_name}}}}")
-                for qv in kv.QUANTILES
+                Query(
+                    promql.recorded(conventions.quantile(cfg, metric, "model", qv), MODEL_FILTERS),
+                    f"p{round(qv * 100)} {{{{model_name}}}}",
+                )
+                for qv in kv_rules.QUANTILES
             ],
             width=8,
         )
-        for metric, title in kv.PHASE_HISTOGRAMS
+        for metric, title in kv_rules.PHASE_HISTOGRAMS
     ]
     return Section("Request phases", panels)
 
 
 def _batch(cfg: Config) -> Section:
-    p95 = rec.quantile(cfg, kv.BATCH_TOKENS, "instance", 0.95)
+    p95 = conventions.quantile(cfg, kv_rules.BATCH_TOKENS, "instance", 0.95)
     return Section(
         "Batch and admission",
         [
@@ -173,15 +182,15 @@ def _batch(cfg: Config) -> Section:
                 "Tokens processed per engine step (prefill and decode together), mean and p95.",
                 "short",
                 [
-                    Query(q.recorded(kv.batch_mean(cfg), _FI), "mean " + _WHO),
-                    Query(q.recorded(p95, _FI), "p95 " + _WHO),
+                    Query(promql.recorded(kv_rules.batch_mean(cfg), INSTANCE_FILTERS), "mean " + _WHO),
+                    Query(promql.recorded(p95, INSTANCE_FILTERS), "p95 " + _WHO),
                 ],
             ),
             timeseries(
                 "Admission rejections",
                 "Requests refused at admission because a queue limit (requests or tokens) was reached.",
                 "reqps",
-                [Query(q.recorded(kv.rejections(cfg), _FI), "{{reason}} " + _WHO)],
+                [Query(promql.recorded(kv_rules.rejections(cfg), INSTANCE_FILTERS), "{{reason}} " + _WHO)],
             ),
         ],
     )
@@ -193,7 +202,7 @@ def dashboards(cfg: Config) -> dict[str, dict[str, Any]]:
         name="vllm-kv-cache",
         title="vLLM / KV cache and scheduler",
         description="KV-cache pressure, prefix caching, preemptions and queueing of vLLM engines (infersight).",
-        variables_from=rec.KV_USAGE_ENGINE,
+        variables_from=serving_rules.KV_USAGE_ENGINE,
         variable_labels=VARIABLES,
         sections=[_usage(cfg), _prefix(cfg), _preemptions(cfg), _queue(cfg), _phases(cfg), _batch(cfg)],
     )

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from infersight import promql as q
+from infersight import promql
 from infersight.config import Config
 from infersight.dashboards.common import Query, Section, filters, heatmap, render, stat, timeseries
 from infersight.recording_rules import moe
 
 FILE = "vllm-moe.json"
 VARIABLES = ("job", "model_name", "layer")
-_FL = filters(*VARIABLES)
+LAYER_FILTERS = filters(*VARIABLES)
 _LAYER = "{{model_name}} L{{layer}}"
 _EXPERT = "{{model_name}} L{{layer}} E{{expert}}"
 
@@ -27,7 +27,7 @@ def _balance(cfg: Config) -> Section:
                 f"Each row is one expert of one layer; colour is its share of the layer's routed tokens over "
                 f"{window}. Uniform routing gives every expert 1/E; a hot row stands out, a dead one is blank.",
                 "percentunit",
-                [Query(q.recorded(moe.share(cfg), _FL), "L{{layer}} E{{expert}}")],
+                [Query(promql.recorded(moe.share(cfg), LAYER_FILTERS), "L{{layer}} E{{expert}}")],
                 height=12,
             ),
             timeseries(
@@ -35,25 +35,25 @@ def _balance(cfg: Config) -> Section:
                 "Variance of per-expert load shares within each layer, the expert activation rate variance "
                 f"(alert threshold {cfg.moe.alerts.imbalance.variance_threshold:g}).",
                 "short",
-                [Query(q.recorded(moe.share_variance(cfg), _FL), _LAYER)],
+                [Query(promql.recorded(moe.share_variance(cfg), LAYER_FILTERS), _LAYER)],
             ),
             timeseries(
                 "Coefficient of variation per layer",
                 "Standard deviation over mean of tokens per expert; 0 is perfectly balanced.",
                 "short",
-                [Query(q.recorded(moe.cv(cfg), _FL), _LAYER)],
+                [Query(promql.recorded(moe.cv(cfg), LAYER_FILTERS), _LAYER)],
             ),
             timeseries(
                 "Hot-expert factor per layer",
                 "Busiest expert's tokens over the layer's mean (max/mean); the batch step waits for it.",
                 "short",
-                [Query(q.recorded(moe.max_over_mean(cfg), _FL), _LAYER)],
+                [Query(promql.recorded(moe.max_over_mean(cfg), LAYER_FILTERS), _LAYER)],
             ),
             timeseries(
                 "Balancedness per layer",
                 "vLLM's EPLB balancedness: mean over max tokens per expert; 1 is perfectly balanced.",
                 "percentunit",
-                [Query(q.recorded(moe.balancedness(cfg), _FL), _LAYER)],
+                [Query(promql.recorded(moe.balancedness(cfg), LAYER_FILTERS), _LAYER)],
                 max_val=1,
             ),
         ],
@@ -69,7 +69,11 @@ def _experts(cfg: Config) -> Section:
                 f"Top {top} hot experts",
                 f"Experts with the highest load relative to their layer's mean over {cfg.moe.window} (1 = fair share).",
                 "short",
-                [Query(f"topk({top}, {q.recorded(moe.relative_load(cfg), _FL)})", _EXPERT, instant=True)],
+                [
+                    Query(
+                        f"topk({top}, {promql.recorded(moe.relative_load(cfg), LAYER_FILTERS)})", _EXPERT, instant=True
+                    )
+                ],
                 width=24,
                 height=6,
                 thresholds=((None, "green"), (2, "orange"), (4, "red")),
@@ -79,7 +83,7 @@ def _experts(cfg: Config) -> Section:
                 "Tokens/s per expert",
                 "Tokens routed to each expert per second (top-k routing counts a token once per chosen expert).",
                 "short",
-                [Query(q.recorded(moe.expert_rate(cfg), _FL), _EXPERT)],
+                [Query(promql.recorded(moe.expert_rate(cfg), LAYER_FILTERS), _EXPERT)],
                 width=24,
                 height=10,
             ),

@@ -4,24 +4,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from infersight import promql as q
+from infersight import conventions, promql
 from infersight.config import Config
 from infersight.dashboards.common import Query, Section, filters, render, stat, timeseries
-from infersight.recording_rules import serving as rec
+from infersight.recording_rules import serving as serving_rules
 
 FILE = "vllm-overview.json"
 VARIABLES = ("job", "model_name", "instance", "engine")
-_F = filters("job", "model_name", "instance")
-_FM = filters("job", "model_name")
+INSTANCE_FILTERS = filters("job", "model_name", "instance")
+MODEL_FILTERS = filters("job", "model_name")
 
 
-def _r(name: str, extra: list[str] | None = None, base: list[str] = _F) -> str:
-    return q.recorded(name, [*base, *(extra or [])])
+def _r(name: str, extra: list[str] | None = None, base: list[str] = INSTANCE_FILTERS) -> str:
+    return promql.recorded(name, [*base, *(extra or [])])
 
 
 def _overview(cfg: Config) -> Section:
-    bad = rec.bad_reasons(cfg)
-    ttft_buckets = rec.bucket_rate(cfg, "vllm:time_to_first_token_seconds", "instance")
+    bad = serving_rules.bad_reasons(cfg)
+    ttft_buckets = conventions.bucket_rate(cfg, "vllm:time_to_first_token_seconds", "instance")
     return Section(
         "Overview",
         [
@@ -29,41 +29,46 @@ def _overview(cfg: Config) -> Section:
                 "Targets up",
                 "vLLM scrape targets answering right now (selected jobs and instances).",
                 "short",
-                [Query(f"sum({q.recorded('up', filters('job', 'instance'))})", instant=True)],
+                [Query(f"sum({promql.recorded('up', filters('job', 'instance'))})", instant=True)],
                 thresholds=((None, "red"), (1, "green")),
             ),
             stat(
                 "Requests/s",
                 f"Finished requests per second over {cfg.intervals.rate}.",
                 "reqps",
-                [Query(f"sum({_r(rec.requests(cfg))})")],
+                [Query(f"sum({_r(serving_rules.requests(cfg))})")],
             ),
             stat(
                 "Error ratio",
                 "Share of finished requests whose finished_reason counts as bad "
                 f"({', '.join(cfg.slo.availability.bad_finished_reasons)}).",
                 "percentunit",
-                [Query(f"sum({_r(rec.requests_by_reason(cfg), [bad])}) / sum({_r(rec.requests_by_reason(cfg))})")],
+                [
+                    Query(
+                        f"sum({_r(serving_rules.requests_by_reason(cfg), [bad])})"
+                        f" / sum({_r(serving_rules.requests_by_reason(cfg))})"
+                    )
+                ],
                 thresholds=((None, "green"), (1 - cfg.slo.availability.objective, "red")),
             ),
             stat(
                 "TTFT p99",
                 "99th percentile time to first token across the selection.",
                 "s",
-                [Query(q.quantile_from_buckets(0.99, (), _r(ttft_buckets)))],
+                [Query(promql.quantile_from_buckets(0.99, (), _r(ttft_buckets)))],
                 thresholds=((None, "green"), (cfg.slo.ttft.threshold_seconds, "red")),
             ),
             stat(
                 "Generation tokens/s",
                 "Output tokens produced per second.",
                 "short",
-                [Query(f"sum({_r(rec.tokens(cfg, 'generation'))})")],
+                [Query(f"sum({_r(serving_rules.tokens(cfg, 'generation'))})")],
             ),
             stat(
                 "KV-cache usage (max)",
                 "Fullest KV cache among the selected engines.",
                 "percentunit",
-                [Query(f"max({_r(rec.KV_USAGE_ENGINE, filters('engine'))})")],
+                [Query(f"max({_r(serving_rules.KV_USAGE_ENGINE, filters('engine'))})")],
                 thresholds=((None, "green"), (0.9, "orange")),
             ),
         ],
@@ -78,15 +83,18 @@ def _traffic(cfg: Config) -> Section:
                 "Request rate",
                 "Finished requests per second, per model and instance.",
                 "reqps",
-                [Query(_r(rec.requests(cfg)), "{{model_name}} @ {{instance}}")],
+                [Query(_r(serving_rules.requests(cfg)), "{{model_name}} @ {{instance}}")],
             ),
             timeseries(
                 "Token throughput",
                 "Prompt (prefill) and generation tokens per second, per model.",
                 "short",
                 [
-                    Query(f"sum by (model_name) ({_r(rec.tokens(cfg, 'prompt'))})", "{{model_name}} prompt"),
-                    Query(f"sum by (model_name) ({_r(rec.tokens(cfg, 'generation'))})", "{{model_name}} generation"),
+                    Query(f"sum by (model_name) ({_r(serving_rules.tokens(cfg, 'prompt'))})", "{{model_name}} prompt"),
+                    Query(
+                        f"sum by (model_name) ({_r(serving_rules.tokens(cfg, 'generation'))})",
+                        "{{model_name}} generation",
+                    ),
                 ],
             ),
             timeseries(
@@ -95,7 +103,7 @@ def _traffic(cfg: Config) -> Section:
                 "reqps",
                 [
                     Query(
-                        f"sum by (model_name, finished_reason) ({_r(rec.requests_by_reason(cfg))})",
+                        f"sum by (model_name, finished_reason) ({_r(serving_rules.requests_by_reason(cfg))})",
                         "{{model_name}} {{finished_reason}}",
                     )
                 ],
@@ -114,14 +122,14 @@ def _errors(cfg: Config) -> Section:
                 "Share of finished requests that ended with "
                 f"{' or '.join(cfg.slo.availability.bad_finished_reasons)}, per model and instance.",
                 "percentunit",
-                [Query(_r(rec.error_ratio(cfg)), "{{model_name}} @ {{instance}}")],
+                [Query(_r(serving_rules.error_ratio(cfg)), "{{model_name}} @ {{instance}}")],
             ),
             timeseries(
                 "HTTP 5xx ratio",
                 "Share of API-server responses with a 5xx status, per instance. The API "
                 "server groups status codes and has no model_name label.",
                 "percentunit",
-                [Query(q.recorded(rec.http_5xx_ratio(cfg), filters("job", "instance")), "{{instance}}")],
+                [Query(promql.recorded(serving_rules.http_5xx_ratio(cfg), filters("job", "instance")), "{{instance}}")],
             ),
         ],
     )
@@ -129,10 +137,13 @@ def _errors(cfg: Config) -> Section:
 
 def _latency(cfg: Config) -> Section:
     panels = []
-    for metric, short in rec.LATENCY_HISTOGRAMS:
+    for metric, short in serving_rules.LATENCY_HISTOGRAMS:
         queries = [
-            Query(_r(rec.quantile(cfg, metric, "model", qv), base=_FM), f"p{round(qv * 100)} {{{{model_name}}}}")
-            for qv in rec.QUANTILES
+            Query(
+                _r(conventions.quantile(cfg, metric, "model", qv), base=MODEL_FILTERS),
+                f"p{round(qv * 100)} {{{{model_name}}}}",
+            )
+            for qv in conventions.QUANTILES
         ]
         panels.append(
             timeseries(
@@ -150,7 +161,7 @@ def _latency(cfg: Config) -> Section:
             "s",
             [
                 Query(
-                    _r(rec.quantile(cfg, "vllm:time_to_first_token_seconds", "instance", 0.99)),
+                    _r(conventions.quantile(cfg, "vllm:time_to_first_token_seconds", "instance", 0.99)),
                     "{{model_name}} @ {{instance}}",
                 )
             ],
@@ -169,8 +180,12 @@ def _saturation(cfg: Config) -> Section:
                 "Requests in the batch and in the queue; a growing queue means demand exceeds capacity.",
                 "short",
                 [
-                    Query(_r(rec.gauge_sum("vllm:num_requests_running")), "running {{model_name}} @ {{instance}}"),
-                    Query(_r(rec.gauge_sum("vllm:num_requests_waiting")), "waiting {{model_name}} @ {{instance}}"),
+                    Query(
+                        _r(conventions.gauge_sum("vllm:num_requests_running")), "running {{model_name}} @ {{instance}}"
+                    ),
+                    Query(
+                        _r(conventions.gauge_sum("vllm:num_requests_waiting")), "waiting {{model_name}} @ {{instance}}"
+                    ),
                 ],
                 width=8,
             ),
@@ -178,7 +193,12 @@ def _saturation(cfg: Config) -> Section:
                 "KV-cache usage",
                 "Fraction of KV-cache blocks in use, per engine.",
                 "percentunit",
-                [Query(_r(rec.KV_USAGE_ENGINE, filters("engine")), "{{model_name}} @ {{instance}} e{{engine}}")],
+                [
+                    Query(
+                        _r(serving_rules.KV_USAGE_ENGINE, filters("engine")),
+                        "{{model_name}} @ {{instance}} e{{engine}}",
+                    )
+                ],
                 width=8,
                 max_val=1,
             ),
@@ -186,17 +206,17 @@ def _saturation(cfg: Config) -> Section:
                 "Preemptions",
                 "Requests preempted per second: the KV cache ran out and work is recomputed.",
                 "short",
-                [Query(_r(rec.preemptions(cfg)), "{{model_name}} @ {{instance}}")],
+                [Query(_r(serving_rules.preemptions(cfg)), "{{model_name}} @ {{instance}}")],
                 width=8,
             ),
         ],
     )
 
 
-def _slo(cfg: Config, spec: rec.SLOSpec) -> Section:
-    slo = [q.label_matcher("slo", "=", spec.name)]
-    period = rec.slo_errors(cfg.slo.period)
-    objective = q.recorded(rec.SLO_OBJECTIVE, [*_FM, *slo])
+def _slo(cfg: Config, spec: serving_rules.SLOSpec) -> Section:
+    slo = [promql.label_matcher("slo", "=", spec.name)]
+    period = serving_rules.slo_errors(cfg.slo.period)
+    objective = promql.recorded(serving_rules.SLO_OBJECTIVE, [*MODEL_FILTERS, *slo])
     default = spec.cohorts[0]
     what = f"under {default.threshold}s" if default.threshold else "not ending in error"
     return Section(
@@ -206,7 +226,7 @@ def _slo(cfg: Config, spec: rec.SLOSpec) -> Section:
                 f"{spec.title} attainment ({cfg.slo.period})",
                 f"Share of good events ({what}) over the SLO period; objective {default.objective} by default.",
                 "percentunit",
-                [Query(f"1 - {_r(period, slo, _FM)}", "{{model_name}}")],
+                [Query(f"1 - {_r(period, slo, MODEL_FILTERS)}", "{{model_name}}")],
                 width=6,
                 decimals=3,
             ),
@@ -214,7 +234,7 @@ def _slo(cfg: Config, spec: rec.SLOSpec) -> Section:
                 f"{spec.title} error budget remaining",
                 "1 means untouched, 0 means spent, below 0 means the objective is missed for the period.",
                 "percentunit",
-                [Query(f"1 - ({_r(period, slo, _FM)} / (1 - {objective}))", "{{model_name}}")],
+                [Query(f"1 - ({_r(period, slo, MODEL_FILTERS)} / (1 - {objective}))", "{{model_name}}")],
                 width=6,
                 thresholds=((None, "red"), (0, "orange"), (0.25, "green")),
             ),
@@ -224,8 +244,11 @@ def _slo(cfg: Config, spec: rec.SLOSpec) -> Section:
                 "when both windows of a row exceed its factor.",
                 "short",
                 [
-                    Query(f"{_r(rec.slo_errors(w), slo, _FM)} / (1 - {objective})", f"{{{{model_name}}}} {w}")
-                    for w in rec.slo_windows(cfg)
+                    Query(
+                        f"{_r(serving_rules.slo_errors(w), slo, MODEL_FILTERS)} / (1 - {objective})",
+                        f"{{{{model_name}}}} {w}",
+                    )
+                    for w in serving_rules.slo_windows(cfg)
                 ],
                 width=12,
             ),
@@ -235,13 +258,13 @@ def _slo(cfg: Config, spec: rec.SLOSpec) -> Section:
 
 def dashboards(cfg: Config) -> dict[str, dict[str, Any]]:
     sections = [_overview(cfg), _traffic(cfg), _errors(cfg), _latency(cfg), _saturation(cfg)]
-    sections += [_slo(cfg, spec) for spec in rec.slo_specs(cfg)]
+    sections += [_slo(cfg, spec) for spec in serving_rules.slo_specs(cfg)]
     board = render(
         cfg,
         name="vllm-overview",
         title="vLLM / Overview",
         description="Golden signals and SLOs of vLLM serving, per model and instance (infersight).",
-        variables_from=rec.KV_USAGE_ENGINE,
+        variables_from=serving_rules.KV_USAGE_ENGINE,
         variable_labels=VARIABLES,
         sections=sections,
     )

@@ -15,8 +15,7 @@ from typing import Any
 
 from infersight.alerts import gpu as gpu_alerts
 from infersight.alerts import serving as serving_alerts
-from infersight.config import Config
-from infersight.deploy.view import BundleView
+from infersight.bundle import Bundle
 from infersight.promql import alternation, label_matcher
 
 PATH = "deploy/alertmanager/alertmanager.yml"
@@ -69,8 +68,8 @@ def _matcher(name: str, values: tuple[str, ...], negate: bool = False) -> str:
     return label_matcher(name, "!~" if negate else "=~", alternation(values))
 
 
-def inhibit_rules(view: BundleView) -> list[dict[str, Any]]:
-    built = view.alert_names()
+def inhibit_rules(bundle: Bundle) -> list[dict[str, Any]]:
+    built = bundle.alert_names()
     rules: list[dict[str, Any]] = [
         {
             # A page already covers the ticket for the same alert on the same thing.
@@ -106,22 +105,23 @@ def _receiver(name: str, url: str) -> dict[str, Any]:
     return receiver
 
 
-def config(cfg: Config, view: BundleView) -> dict[str, Any]:
+def config(bundle: Bundle) -> dict[str, Any]:
+    cfg = bundle.cfg
     am = cfg.deploy.alertmanager
     return {
         "route": {
             "receiver": RECEIVERS["warning"],
             # One notification per model and component (all its alerts together).
             "group_by": ["component", "model_name"],
-            "group_wait": str(cfg.d(am.group_wait)),
-            "group_interval": str(cfg.d(am.group_interval)),
-            "repeat_interval": str(cfg.d(am.repeat_interval)),
+            "group_wait": str(cfg.scaled(am.group_wait)),
+            "group_interval": str(cfg.scaled(am.group_interval)),
+            "repeat_interval": str(cfg.scaled(am.repeat_interval)),
             "routes": [
                 {"matchers": [label_matcher("severity", "=", severity)], "receiver": receiver}
                 for severity, receiver in RECEIVERS.items()
             ],
         },
-        "inhibit_rules": inhibit_rules(view),
+        "inhibit_rules": inhibit_rules(bundle),
         "receivers": [
             _receiver(RECEIVERS["critical"], am.page_webhook_url),
             _receiver(RECEIVERS["warning"], am.ticket_webhook_url),

@@ -51,7 +51,7 @@ def datasource_file(cfg: Config) -> dict[str, Any]:
                 "url": cfg.deploy.prometheus_url,
                 "isDefault": False,
                 "editable": False,
-                "jsonData": {"timeInterval": str(cfg.d(cfg.intervals.scrape)), "httpMethod": "POST"},
+                "jsonData": {"timeInterval": str(cfg.scaled(cfg.intervals.scrape)), "httpMethod": "POST"},
             }
         ],
     }

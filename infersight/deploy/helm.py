@@ -25,9 +25,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from infersight.config import Config
+from infersight.bundle import Bundle
 from infersight.deploy import grafana, targets
-from infersight.deploy.view import BundleView, resource_name
+from infersight.deploy.naming import resource_name
+from infersight.output import dump_json
 
 VALUES_PATH = "deploy/helm/values-infersight.yaml"
 ALERTMANAGER_VALUES_PATH = "deploy/helm/values-alertmanager.yaml"
@@ -36,24 +37,24 @@ PROVIDER = "infersight"  # grafana.dashboards key; the chart mounts it here:
 CHART_DASHBOARDS_DIR = f"/var/lib/grafana/dashboards/{PROVIDER}"
 
 
-def values(cfg: Config, view: BundleView, texts: dict[str, str]) -> dict[str, Any]:
-    """``texts``: the dashboards' JSON exactly as the bundle writes it, by file name."""
+def values(bundle: Bundle) -> dict[str, Any]:
+    cfg = bundle.cfg
     spec: dict[str, Any] = {
         "ruleSelectorNilUsesHelmValues": False,
         "serviceMonitorSelectorNilUsesHelmValues": False,
         "podMonitorSelectorNilUsesHelmValues": False,
         "probeSelectorNilUsesHelmValues": False,
         "scrapeConfigSelectorNilUsesHelmValues": False,
-        "scrapeInterval": str(cfg.d(cfg.intervals.scrape)),
-        "evaluationInterval": str(cfg.d(cfg.intervals.evaluation)),
+        "scrapeInterval": str(cfg.scaled(cfg.intervals.scrape)),
+        "evaluationInterval": str(cfg.scaled(cfg.intervals.evaluation)),
         "remoteWrite": [{"url": cfg.deploy.remote_write_url}] if cfg.deploy.remote_write_url else [],
     }
     extra_labels = dict(cfg.deploy.kubernetes.labels)
     rules: dict[str, Any] = {}
-    for rel, data in view.rule_files.items():
+    for rule_file in bundle.rule_files:
         entry: dict[str, Any] = {"additionalLabels": extra_labels} if extra_labels else {}
-        entry["groups"] = data["groups"]
-        rules[resource_name(rel)] = entry
+        entry["groups"] = rule_file.data()["groups"]
+        rules[resource_name(rule_file.path)] = entry
     monitors = []
     for t in targets.targets(cfg):
         monitor: dict[str, Any] = {"name": t.name}
@@ -69,7 +70,9 @@ def values(cfg: Config, view: BundleView, texts: dict[str, str]) -> dict[str, An
             "dashboardProviders": {
                 "dashboardproviders.yaml": {"apiVersion": 1, "providers": [grafana.provider(cfg, CHART_DASHBOARDS_DIR)]}
             },
-            "dashboards": {PROVIDER: {name.removesuffix(".json"): {"json": texts[name]} for name in view.dashboards}},
+            "dashboards": {
+                PROVIDER: {d.file.removesuffix(".json"): {"json": dump_json(d.model)} for d in bundle.dashboards}
+            },
         },
     }
 

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from infersight.bundle import Bundle
 from infersight.config import Config
 from infersight.deploy import targets
-from infersight.deploy.view import BundleView, resource_name
+from infersight.deploy.naming import resource_name
+from infersight.output import dump_json
 
 RULES_PATH = "deploy/kubernetes/prometheus-rules.yaml"
 DASHBOARDS_PATH = "deploy/kubernetes/grafana-dashboards.yaml"
@@ -26,26 +28,27 @@ def _metadata(cfg: Config, name: str) -> dict[str, Any]:
     return {"name": name, "namespace": cfg.deploy.kubernetes.namespace, "labels": labels}
 
 
-def prometheus_rules(cfg: Config, view: BundleView) -> list[dict[str, Any]]:
+def prometheus_rules(bundle: Bundle) -> list[dict[str, Any]]:
+    cfg = bundle.cfg
     return [
         {
             "apiVersion": "monitoring.coreos.com/v1",
             "kind": "PrometheusRule",
-            "metadata": _metadata(cfg, resource_name(rel)),
-            "spec": {"groups": data["groups"]},
+            "metadata": _metadata(cfg, resource_name(rule_file.path)),
+            "spec": {"groups": rule_file.data()["groups"]},
         }
-        for rel, data in view.rule_files.items()
+        for rule_file in bundle.rule_files
     ]
 
 
-def dashboard_config_maps(cfg: Config, view: BundleView, texts: dict[str, str]) -> list[dict[str, Any]]:
-    """``texts``: the dashboards' JSON exactly as the bundle writes it, by file name."""
+def dashboard_config_maps(bundle: Bundle) -> list[dict[str, Any]]:
+    cfg = bundle.cfg
     out = []
-    for name in view.dashboards:
-        meta = _metadata(cfg, resource_name(f"dashboards/{name}"))
+    for d in bundle.dashboards:
+        meta = _metadata(cfg, resource_name(d.path))
         meta["labels"][SIDECAR_LABEL] = "1"
         meta["annotations"] = {FOLDER_ANNOTATION: cfg.deploy.grafana.folder}
-        out.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {name: texts[name]}})
+        out.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {d.file: dump_json(d.model)}})
     return out
 
 

@@ -14,9 +14,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from infersight.bundle import pack_dashboards, pack_groups
 from infersight.config import Config
 from infersight.deploy import trace
 from infersight.output import dump_json
+from infersight.packs import PACKS, by_name
+from infersight.rules import rule_file
 
 DIR = "deploy/mixin"
 
@@ -25,26 +28,23 @@ FIELDS = {"recording_rules": "prometheusRules", "alerts": "prometheusAlerts", "d
 
 
 def unit_names() -> tuple[str, ...]:
-    """Every module the build has, as "<kind>/<concern>", in the order of the bundle's files."""
-    from infersight import bundle  # imported here: bundle imports this package
-
+    """Every builder the packs have, as "<kind>/<pack>", in the order of the bundle's files."""
     return tuple(
-        f"{kind}/{concern}"
+        f"{kind}/{pack.name}"
         for kind in FIELDS
-        for concern in sorted(bundle.CONCERNS)
-        if bundle._module(kind, concern) is not None
+        for pack in sorted(PACKS, key=lambda p: p.name)
+        if (pack.dashboards if kind == "dashboards" else pack.groups(kind)) is not None
     )
 
 
 def build_unit(name: str, cfg: Config) -> Any:
-    """One module's output as plain JSON data: a list of rule groups, or {file: dashboard}."""
-    from infersight import bundle
-    from infersight.rules import rule_file
-
-    kind, concern = name.split("/")
-    mod = bundle._module(kind, concern)
-    assert mod is not None
-    data = mod.dashboards(cfg) if kind == "dashboards" else rule_file(mod.groups(cfg))["groups"]
+    """One builder's output as plain JSON data: a list of rule groups, or {file: dashboard}."""
+    kind, pack_name = name.split("/")
+    pack = by_name(pack_name)
+    if kind == "dashboards":
+        data: Any = pack_dashboards(cfg, pack)
+    else:
+        data = rule_file(pack_groups(cfg, pack, kind))["groups"]
     return json.loads(json.dumps(data))
 
 

@@ -7,23 +7,23 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Any
 
-from infersight.config import Config
+from infersight.bundle import Bundle
 from infersight.deploy import targets
-from infersight.deploy.view import BundleView
 
 PATH = "deploy/prometheus/prometheus.yml"
 
 
-def rule_file_refs(view: BundleView) -> list[str]:
+def rule_file_refs(bundle: Bundle) -> list[str]:
     """The bundle's rule files, relative to prometheus.yml (Prometheus resolves them from its directory)."""
     depth = len(PurePosixPath(PATH).parent.parts)
-    return ["../" * depth + rel for rel in view.rule_files]
+    return ["../" * depth + f.path for f in bundle.rule_files]
 
 
-def config(cfg: Config, view: BundleView) -> dict[str, Any]:
+def config(bundle: Bundle) -> dict[str, Any]:
+    cfg = bundle.cfg
     data: dict[str, Any] = {"global": targets.global_scrape(cfg)}
     data["alerting"] = {"alertmanagers": [{"static_configs": [{"targets": list(cfg.deploy.alertmanager.targets)}]}]}
-    data["rule_files"] = rule_file_refs(view)
+    data["rule_files"] = rule_file_refs(bundle)
     data["scrape_configs"] = targets.scrape_configs(cfg)
     if cfg.deploy.remote_write_url:
         data["remote_write"] = [{"url": cfg.deploy.remote_write_url}]

@@ -26,8 +26,9 @@ from typing import Any
 import yaml
 
 from infersight.deploy import http
-from infersight.deploy.view import RULE_KINDS, resource_name
+from infersight.deploy.naming import resource_name
 from infersight.output import write_atomic
+from infersight.packs import RULE_KINDS
 
 MANAGED_GLOB = "infersight-*.yaml"  # files in the rules folder that this command owns
 

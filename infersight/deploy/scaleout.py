@@ -9,15 +9,15 @@ there are none, and the README section "Scaling out" says what it guarantees.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import promql_parser
 
-from infersight.deploy.view import BundleView
+from infersight.conventions import MAX_RULES_PER_GROUP
 
-# Mimir's defaults: -ruler.max-rules-per-rule-group and -ruler.max-rule-groups-per-tenant.
-MAX_RULES_PER_GROUP = 20
+# Mimir's default -ruler.max-rule-groups-per-tenant (its -ruler.max-rules-per-rule-group is the
+# group size every pack already keeps to: conventions.MAX_RULES_PER_GROUP).
 MAX_GROUPS_PER_TENANT = 70
 
 # Functions (and aggregations) a ruler will not evaluate as shipped, with the reason.
@@ -61,17 +61,18 @@ def functions(expr: str) -> set[str]:
     return found
 
 
-def _rules(view: BundleView) -> Iterator[tuple[str, str, dict[str, Any]]]:
-    for rel, data in view.rule_files.items():
+def _rules(rule_files: Mapping[str, dict[str, Any]]) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    for rel, data in rule_files.items():
         for group in data["groups"]:
             for rule in group["rules"]:
                 yield rel, group["name"], rule
 
 
-def problems(view: BundleView) -> list[str]:
-    """Everything that would keep a Mimir or Thanos ruler from loading the rules as they are."""
+def problems(rule_files: Mapping[str, dict[str, Any]]) -> list[str]:
+    """Everything that would keep a Mimir or Thanos ruler from loading the rules as they are.
+    ``rule_files``: each rule file's model ({"groups": [...]}) by its path in the bundle."""
     out: list[str] = []
-    groups = [(rel, g) for rel, data in view.rule_files.items() for g in data["groups"]]
+    groups = [(rel, g) for rel, data in rule_files.items() for g in data["groups"]]
     if len(groups) > MAX_GROUPS_PER_TENANT:
         out.append(f"{len(groups)} rule groups; Mimir accepts {MAX_GROUPS_PER_TENANT} per tenant by default")
     names = [g["name"] for _, g in groups]
@@ -83,7 +84,7 @@ def problems(view: BundleView) -> list[str]:
                 f"{rel}: group {group['name']} has {len(group['rules'])} rules; Mimir accepts "
                 f"{MAX_RULES_PER_GROUP} per group by default (-ruler.max-rules-per-rule-group): split it"
             )
-    for rel, group, rule in _rules(view):
+    for rel, group, rule in _rules(rule_files):
         name = rule.get("record") or rule.get("alert")
         for fn in sorted(functions(rule["expr"]) & DENYLIST.keys()):
             out.append(f"{rel}: {group}: {name} calls {fn}: {DENYLIST[fn]}")

@@ -80,15 +80,15 @@ def targets(cfg: Config) -> list[Target]:
 
 def scrape_timeout(cfg: Config) -> str:
     """Prometheus rejects a timeout above the interval, which a time-scaled profile would cause."""
-    interval = cfg.d(cfg.intervals.scrape)
+    interval = cfg.scaled(cfg.intervals.scrape)
     return str(min(interval, Duration.parse("10s")))
 
 
 def global_scrape(cfg: Config) -> dict[str, str]:
     return {
-        "scrape_interval": str(cfg.d(cfg.intervals.scrape)),
+        "scrape_interval": str(cfg.scaled(cfg.intervals.scrape)),
         "scrape_timeout": scrape_timeout(cfg),
-        "evaluation_interval": str(cfg.d(cfg.intervals.evaluation)),
+        "evaluation_interval": str(cfg.scaled(cfg.intervals.evaluation)),
     }
 
 
@@ -114,7 +114,7 @@ def pod_monitor_spec(cfg: Config, t: Target) -> dict[str, Any]:
             {
                 "port": port,
                 "path": t.settings.path,
-                "interval": str(cfg.d(cfg.intervals.scrape)),
+                "interval": str(cfg.scaled(cfg.intervals.scrape)),
                 "scrapeTimeout": scrape_timeout(cfg),
                 "honorLabels": t.settings.honor_labels,
                 # The operator names the job <namespace>/<podmonitor>; the rules select this one.

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from infersight import promql as q
+from infersight import conventions, promql
 from infersight.config import Config
-from infersight.recording_rules import serving as rec
-from infersight.rules import RecordingRule, RuleGroup, record_name
+from infersight.recording_rules import serving as serving_rules
+from infersight.rules import RecordingRule, RuleGroup
 
 WORKLOAD_LABEL = "infersight_workload"
 HOST_LABEL = "Hostname"
@@ -28,48 +28,50 @@ _TMP = "infersight_tmp"  # scratch label, always removed again
 MIB = 1048576
 MHZ = 1000000
 
-FB_USED = record_name("gpu", "dcgm_fb_used", "bytes")
-FB_FREE = record_name("gpu", "dcgm_fb_free", "bytes")
-FB_TOTAL = record_name("gpu", "dcgm_fb_total", "bytes")
-FB_USED_RATIO = record_name("gpu", "dcgm_fb_used", "ratio")
-UTIL = record_name("gpu", "dcgm_gpu_util", "ratio")
-MEM_COPY = record_name("gpu", "dcgm_mem_copy_util", "ratio")
-POWER = record_name("gpu", "dcgm_power_usage", "watts")
-TEMP = record_name("gpu", "dcgm_gpu_temp", "celsius")
-MEMORY_TEMP = record_name("gpu", "dcgm_memory_temp", "celsius")
-SM_CLOCK = record_name("gpu", "dcgm_sm_clock", "hertz")
-MEM_CLOCK = record_name("gpu", "dcgm_mem_clock", "hertz")
-XID = record_name("gpu", "dcgm_xid_errors", "last")
-THROTTLE = record_name("gpu", "dcgm_clock_throttle", "active")  # 0/1 per reason label
+FB_USED = conventions.record_name("gpu", "dcgm_fb_used", "bytes")
+FB_FREE = conventions.record_name("gpu", "dcgm_fb_free", "bytes")
+FB_TOTAL = conventions.record_name("gpu", "dcgm_fb_total", "bytes")
+FB_USED_RATIO = conventions.record_name("gpu", "dcgm_fb_used", "ratio")
+UTIL = conventions.record_name("gpu", "dcgm_gpu_util", "ratio")
+MEM_COPY = conventions.record_name("gpu", "dcgm_mem_copy_util", "ratio")
+POWER = conventions.record_name("gpu", "dcgm_power_usage", "watts")
+TEMP = conventions.record_name("gpu", "dcgm_gpu_temp", "celsius")
+MEMORY_TEMP = conventions.record_name("gpu", "dcgm_memory_temp", "celsius")
+SM_CLOCK = conventions.record_name("gpu", "dcgm_sm_clock", "hertz")
+MEM_CLOCK = conventions.record_name("gpu", "dcgm_mem_clock", "hertz")
+XID = conventions.record_name("gpu", "dcgm_xid_errors", "last")
+THROTTLE = conventions.record_name("gpu", "dcgm_clock_throttle", "active")  # 0/1 per reason label
 
 # DCGM_CLOCKS_EVENT_REASON_* bits per reason label: thermal = HW slowdown (0x8), SW thermal (0x20),
 # HW thermal (0x40); power = SW power cap (0x4), HW power brake (0x80).
 THROTTLE_BITS: dict[str, tuple[int, ...]] = {"thermal": (3, 5, 6), "power": (2, 7)}
 
 # The vLLM side: one series per (job, instance) carrying its join key, then per-key aggregates.
-WORKLOAD_MAP = record_name("instance", "vllm_gpu_workload", "group")
-WORKLOAD_KV_USAGE = record_name("workload", "vllm:kv_cache_usage", "max")
-WORKLOAD_WAITING = record_name("workload", "vllm:num_requests_waiting", "sum")
-WORKLOAD_UPTIME = record_name("workload", "vllm_process_uptime_seconds", "min")
+WORKLOAD_MAP = conventions.record_name("instance", "vllm_gpu_workload", "group")
+WORKLOAD_KV_USAGE = conventions.record_name("workload", "vllm:kv_cache_usage", "max")
+WORKLOAD_WAITING = conventions.record_name("workload", "vllm:num_requests_waiting", "sum")
+WORKLOAD_UPTIME = conventions.record_name("workload", "vllm_process_uptime_seconds", "min")
 
 
 def fb_used_deriv(cfg: Config) -> str:
     """Used framebuffer trend, bytes per second over the leak window."""
-    return record_name("gpu", "dcgm_fb_used_bytes", f"deriv{cfg.gpu.alerts.memory_leak.window}")
+    return conventions.record_name("gpu", "dcgm_fb_used_bytes", f"deriv{cfg.gpu.alerts.memory_leak.window}")
 
 
 def fb_free_deriv(cfg: Config) -> str:
-    return record_name("gpu", "dcgm_fb_free_bytes", f"deriv{cfg.gpu.alerts.predicted_oom.long_window}")
+    return conventions.record_name("gpu", "dcgm_fb_free_bytes", f"deriv{cfg.gpu.alerts.predicted_oom.long_window}")
 
 
 def time_to_oom(cfg: Config) -> str:
     """Seconds until free framebuffer reaches zero at the long-window trend (only while it falls)."""
-    return record_name("gpu", "dcgm_fb_time_to_oom_seconds", f"deriv{cfg.gpu.alerts.predicted_oom.long_window}")
+    return conventions.record_name(
+        "gpu", "dcgm_fb_time_to_oom_seconds", f"deriv{cfg.gpu.alerts.predicted_oom.long_window}"
+    )
 
 
 def ecc_rate(cfg: Config, kind: str) -> str:
     """``kind`` is ``dbe`` (uncorrectable), ``sbe`` (corrected) or ``remapped_rows_uncorrectable``."""
-    return record_name("gpu", f"dcgm_ecc_{kind}", rec.op_rate(cfg))
+    return conventions.record_name("gpu", f"dcgm_ecc_{kind}", conventions.op_rate(cfg))
 
 
 ECC_COUNTERS = (
@@ -80,18 +82,19 @@ ECC_COUNTERS = (
 
 
 def workload_requests(cfg: Config) -> str:
-    return record_name("workload", "vllm:requests", rec.op_rate(cfg))
+    return conventions.record_name("workload", "vllm:requests", conventions.op_rate(cfg))
 
 
 def workload_preemptions(cfg: Config) -> str:
-    return record_name("workload", "vllm:num_preemptions", rec.op_rate(cfg))
+    return conventions.record_name("workload", "vllm:num_preemptions", conventions.op_rate(cfg))
 
 
 # --- label plumbing ---------------------------------------------------------------------------
 
 
 def label_replace(expr: str, dst: str, replacement: str, src: str, regex: str) -> str:
-    return f"label_replace({expr}, {q.quote(dst)}, {q.quote(replacement)}, {q.quote(src)}, {q.quote(regex)})"
+    args = ", ".join(promql.quote(a) for a in (dst, replacement, src, regex))
+    return f"label_replace({expr}, {args})"
 
 
 def _drop(expr: str, label: str) -> str:
@@ -102,7 +105,8 @@ def with_workload(expr: str, pod_labels: Sequence[str], host_label: str, host_re
     """Add ``infersight_workload``: ``host/<host>`` from ``host_label``, overridden by
     ``pod/<v1>/<v2>...`` when every pod label is non-empty."""
     out = label_replace(expr, WORKLOAD_LABEL, "host/$1", host_label, host_regex)
-    joined = f"label_join({out}, {q.quote(_TMP)}, {q.quote('/')}, {', '.join(q.quote(p) for p in pod_labels)})"
+    sources = ", ".join(promql.quote(p) for p in pod_labels)
+    joined = f"label_join({out}, {promql.quote(_TMP)}, {promql.quote('/')}, {sources})"
     every_part = "/".join(["[^/]+"] * len(pod_labels))
     out = label_replace(joined, WORKLOAD_LABEL, "pod/$1", _TMP, f"({every_part})")
     return _drop(out, _TMP)
@@ -121,7 +125,7 @@ def normalise(cfg: Config, expr: str) -> str:
 
 def dcgm(cfg: Config, metric: str) -> str:
     """A raw dcgm-exporter selector (aliases joined) under the configured selector."""
-    return q.series(metric, cfg.selectors.dcgm)
+    return promql.series(metric, cfg.selectors.dcgm)
 
 
 # --- rules ------------------------------------------------------------------------------------
@@ -151,8 +155,8 @@ def _throttle(cfg: Config) -> str:
 
 
 def _gpu_rules(cfg: Config) -> list[RecordingRule]:
-    leak_window = cfg.d(cfg.gpu.alerts.memory_leak.window)
-    long_window = cfg.d(cfg.gpu.alerts.predicted_oom.long_window)
+    leak_window = cfg.scaled(cfg.gpu.alerts.memory_leak.window)
+    long_window = cfg.scaled(cfg.gpu.alerts.predicted_oom.long_window)
     rules = [
         _scaled(cfg, FB_USED, "DCGM_FI_DEV_FB_USED", f"* {MIB}"),
         _scaled(cfg, FB_FREE, "DCGM_FI_DEV_FB_FREE", f"* {MIB}"),
@@ -171,35 +175,40 @@ def _gpu_rules(cfg: Config) -> list[RecordingRule]:
         _scaled(cfg, XID, "DCGM_FI_DEV_XID_ERRORS"),
         RecordingRule(THROTTLE, _throttle(cfg)),
     ]
-    w = cfg.d(cfg.intervals.rate)
+    w = cfg.scaled(cfg.intervals.rate)
     for kind, metric in ECC_COUNTERS:
-        rules.append(RecordingRule(ecc_rate(cfg, kind), normalise(cfg, q.rate(metric, w, cfg.selectors.dcgm))))
+        rules.append(RecordingRule(ecc_rate(cfg, kind), normalise(cfg, promql.rate(metric, w, cfg.selectors.dcgm))))
     return rules
 
 
 def _per_workload(op: str, expr: str) -> str:
     """Aggregate per-instance vLLM series by the join key of their (job, instance)."""
-    return q.agg(op, (WORKLOAD_LABEL,), f"{expr}\n* on (job, instance) group_left ({WORKLOAD_LABEL})\n{WORKLOAD_MAP}")
+    return promql.agg(
+        op, (WORKLOAD_LABEL,), f"{expr}\n* on (job, instance) group_left ({WORKLOAD_LABEL})\n{WORKLOAD_MAP}"
+    )
 
 
 def _workload_rules(cfg: Config) -> list[RecordingRule]:
     join = cfg.gpu.join
     keyed_up = with_workload(
-        q.series("up", cfg.selectors.vllm), [p.vllm for p in join.pod_labels], join.vllm_host_label, join.host_regex
+        promql.series("up", cfg.selectors.vllm),
+        [p.vllm for p in join.pod_labels],
+        join.vllm_host_label,
+        join.host_regex,
     )
-    uptime = f"(time() - {q.series('process_start_time_seconds', cfg.selectors.vllm)})"
+    uptime = f"(time() - {promql.series('process_start_time_seconds', cfg.selectors.vllm)})"
     return [
-        RecordingRule(WORKLOAD_MAP, q.agg("group", ("job", "instance", WORKLOAD_LABEL), keyed_up)),
-        RecordingRule(workload_requests(cfg), _per_workload("sum", rec.requests(cfg))),
-        RecordingRule(WORKLOAD_KV_USAGE, _per_workload("max", rec.KV_USAGE_ENGINE)),
-        RecordingRule(workload_preemptions(cfg), _per_workload("sum", rec.preemptions(cfg))),
-        RecordingRule(WORKLOAD_WAITING, _per_workload("sum", rec.gauge_sum("vllm:num_requests_waiting"))),
+        RecordingRule(WORKLOAD_MAP, promql.agg("group", ("job", "instance", WORKLOAD_LABEL), keyed_up)),
+        RecordingRule(workload_requests(cfg), _per_workload("sum", serving_rules.requests(cfg))),
+        RecordingRule(WORKLOAD_KV_USAGE, _per_workload("max", serving_rules.KV_USAGE_ENGINE)),
+        RecordingRule(workload_preemptions(cfg), _per_workload("sum", serving_rules.preemptions(cfg))),
+        RecordingRule(WORKLOAD_WAITING, _per_workload("sum", conventions.gauge_sum("vllm:num_requests_waiting"))),
         RecordingRule(WORKLOAD_UPTIME, _per_workload("min", uptime)),
     ]
 
 
 def groups(cfg: Config) -> list[RuleGroup]:
-    interval = cfg.d(cfg.intervals.evaluation)
+    interval = cfg.scaled(cfg.intervals.evaluation)
     return [
         RuleGroup("infersight-gpu.rules", interval, tuple(_gpu_rules(cfg))),
         RuleGroup("infersight-gpu-workload.rules", interval, tuple(_workload_rules(cfg))),

@@ -8,15 +8,15 @@ twice. Names carry nominal windows (``rate5m``) even in a time-scaled profile.
 
 from __future__ import annotations
 
-from infersight import promql as q
+from infersight import conventions, promql
 from infersight.config import Config
 from infersight.durations import Duration
-from infersight.recording_rules import serving as rec
-from infersight.rules import Alert, RecordingRule, RuleGroup, record_name, split_groups
+from infersight.recording_rules import serving as serving_rules
+from infersight.rules import Alert, RecordingRule, RuleGroup
 
-ENGINE, INSTANCE, MODEL = rec.ENGINE, rec.INSTANCE, rec.MODEL
+ENGINE, INSTANCE, MODEL = conventions.ENGINE, conventions.INSTANCE, conventions.MODEL
 KV_USAGE = "vllm:kv_cache_usage_perc"
-QUANTILES = rec.QUANTILES
+QUANTILES = conventions.QUANTILES
 
 # Request-phase histograms: (catalog name, title used by the dashboard).
 PHASE_HISTOGRAMS = (
@@ -29,67 +29,62 @@ BATCH_TOKENS = "vllm:iteration_tokens_total"  # a histogram despite the _total
 BATCH_QUANTILES = (0.5, 0.95)
 
 
-def _percent(qv: float) -> str:
-    """0.5 -> p50, 0.999 -> p99_9: quantiles as they appear in rule names."""
-    return "p" + format(round(qv * 100, 6), "g").replace(".", "_")
-
-
 def usage_quantile(qv: float) -> str:
-    return record_name("model", "vllm:kv_cache_usage", _percent(qv))
+    return conventions.record_name("model", "vllm:kv_cache_usage", conventions.percent(qv))
 
 
-USAGE_MAX = record_name("model", "vllm:kv_cache_usage", "max")
-WAITING_BY_REASON = record_name("instance", "vllm:num_requests_waiting_by_reason", "sum")
+USAGE_MAX = conventions.record_name("model", "vllm:kv_cache_usage", "max")
+WAITING_BY_REASON = conventions.record_name("instance", "vllm:num_requests_waiting_by_reason", "sum")
 
 
 def usage_avg(cfg: Config) -> str:
-    return record_name("engine", "vllm:kv_cache_usage", f"avg{cfg.intervals.rate}")
+    return conventions.record_name("engine", "vllm:kv_cache_usage", f"avg{cfg.intervals.rate}")
 
 
 def usage_stddev(cfg: Config) -> str:
-    return record_name("engine", "vllm:kv_cache_usage", f"stddev{cfg.kv_cache.alerts.thrash.window}")
+    return conventions.record_name("engine", "vllm:kv_cache_usage", f"stddev{cfg.kv_cache.alerts.thrash.window}")
 
 
 def engine_preemptions(cfg: Config) -> str:
-    return record_name("engine", "vllm:num_preemptions", rec.op_rate(cfg))
+    return conventions.record_name("engine", "vllm:num_preemptions", conventions.op_rate(cfg))
 
 
 def preemptions_per_request(cfg: Config) -> str:
-    return record_name("instance", "vllm:request_num_preemptions", "mean_" + rec.op_rate(cfg))
+    return conventions.record_name("instance", "vllm:request_num_preemptions", "mean_" + conventions.op_rate(cfg))
 
 
 def queue_growth(cfg: Config) -> str:
-    return record_name("engine", "vllm:num_requests_waiting", f"deriv{cfg.intervals.rate}")
+    return conventions.record_name("engine", "vllm:num_requests_waiting", f"deriv{cfg.intervals.rate}")
 
 
 def prefix_rate(cfg: Config, kind: str) -> str:
     """kind: queries or hits (tokens per second looked up / found in the prefix cache)."""
-    return record_name("instance", f"vllm:prefix_cache_{kind}", rec.op_rate(cfg))
+    return conventions.record_name("instance", f"vllm:prefix_cache_{kind}", conventions.op_rate(cfg))
 
 
 def prefix_hit_ratio(window: Duration, level: str = "instance") -> str:
-    return record_name(level, "vllm:prefix_cache_hits", f"ratio_rate{window}")
+    return conventions.record_name(level, "vllm:prefix_cache_hits", f"ratio_rate{window}")
 
 
 def batch_mean(cfg: Config) -> str:
-    return record_name("instance", "vllm:iteration_tokens", "mean_" + rec.op_rate(cfg))
+    return conventions.record_name("instance", "vllm:iteration_tokens", "mean_" + conventions.op_rate(cfg))
 
 
 def rejections(cfg: Config) -> str:
-    return record_name("instance", "vllm:admission_rejections", rec.op_rate(cfg))
+    return conventions.record_name("instance", "vllm:admission_rejections", conventions.op_rate(cfg))
 
 
 def _usage_over_time(cfg: Config, fn: str, window: Duration) -> str:
-    return q.agg("max", ENGINE, q.range_fn(fn, KV_USAGE, cfg.d(window), cfg.selectors.vllm))
+    return promql.agg("max", ENGINE, promql.range_fn(fn, KV_USAGE, cfg.scaled(window), cfg.selectors.vllm))
 
 
 def _usage_rules(cfg: Config) -> list[RecordingRule]:
     rules = [
-        RecordingRule(usage_quantile(qv), f"quantile by ({', '.join(MODEL)}) ({qv}, {rec.KV_USAGE_ENGINE})")
+        RecordingRule(usage_quantile(qv), f"quantile by ({', '.join(MODEL)}) ({qv}, {serving_rules.KV_USAGE_ENGINE})")
         for qv in cfg.kv_cache.fleet_quantiles
     ]
     rules += [
-        RecordingRule(USAGE_MAX, q.agg("max", MODEL, rec.KV_USAGE_ENGINE)),
+        RecordingRule(USAGE_MAX, promql.agg("max", MODEL, serving_rules.KV_USAGE_ENGINE)),
         # Averaged over the window so the dip right after a preemption does not reset a saturation alert.
         RecordingRule(usage_avg(cfg), _usage_over_time(cfg, "avg_over_time", cfg.intervals.rate)),
         RecordingRule(usage_stddev(cfg), _usage_over_time(cfg, "stddev_over_time", cfg.kv_cache.alerts.thrash.window)),
@@ -99,34 +94,38 @@ def _usage_rules(cfg: Config) -> list[RecordingRule]:
 
 def _scheduler_rules(cfg: Config) -> list[RecordingRule]:
     sel = cfg.selectors.vllm
-    w = cfg.d(cfg.intervals.rate)
+    w = cfg.scaled(cfg.intervals.rate)
     per_request = "vllm:request_num_preemptions"
     return [
-        RecordingRule(engine_preemptions(cfg), q.sum_by(ENGINE, q.rate("vllm:num_preemptions_total", w, sel))),
+        RecordingRule(
+            engine_preemptions(cfg), promql.sum_by(ENGINE, promql.rate("vllm:num_preemptions_total", w, sel))
+        ),
         # Both counted when a request finishes, so the ratio is preemptions per finished request.
         RecordingRule(
             preemptions_per_request(cfg),
-            q.ratio(
-                q.sum_by(INSTANCE, q.rate(per_request, w, sel, "_sum")),
-                q.sum_by(INSTANCE, q.rate(per_request, w, sel, "_count")),
+            promql.ratio(
+                promql.sum_by(INSTANCE, promql.rate(per_request, w, sel, "_sum")),
+                promql.sum_by(INSTANCE, promql.rate(per_request, w, sel, "_count")),
             ),
         ),
-        RecordingRule(queue_growth(cfg), q.sum_by(ENGINE, q.range_fn("deriv", "vllm:num_requests_waiting", w, sel))),
+        RecordingRule(
+            queue_growth(cfg), promql.sum_by(ENGINE, promql.range_fn("deriv", "vllm:num_requests_waiting", w, sel))
+        ),
         RecordingRule(
             WAITING_BY_REASON,
-            q.sum_by((*INSTANCE, "reason"), q.series("vllm:num_requests_waiting_by_reason", sel)),
+            promql.sum_by((*INSTANCE, "reason"), promql.series("vllm:num_requests_waiting_by_reason", sel)),
         ),
         RecordingRule(
             batch_mean(cfg),
-            q.ratio(
-                q.sum_by(INSTANCE, q.rate(BATCH_TOKENS, w, sel, "_sum")),
-                q.sum_by(INSTANCE, q.rate(BATCH_TOKENS, w, sel, "_count")),
+            promql.ratio(
+                promql.sum_by(INSTANCE, promql.rate(BATCH_TOKENS, w, sel, "_sum")),
+                promql.sum_by(INSTANCE, promql.rate(BATCH_TOKENS, w, sel, "_count")),
             ),
         ),
         # Rejected before reaching an engine: the series carry model_name and reason, no engine.
         RecordingRule(
             rejections(cfg),
-            q.sum_by((*INSTANCE, "reason"), q.rate("vllm:admission_rejections_total", w, sel)),
+            promql.sum_by((*INSTANCE, "reason"), promql.rate("vllm:admission_rejections_total", w, sel)),
         ),
     ]
 
@@ -136,25 +135,25 @@ def _prefix_rules(cfg: Config) -> list[RecordingRule]:
     cumulative counters, which would average over the whole process lifetime."""
     sel = cfg.selectors.vllm
     hits, queries = prefix_rate(cfg, "hits"), prefix_rate(cfg, "queries")
-    w = cfg.d(cfg.intervals.rate)
+    w = cfg.scaled(cfg.intervals.rate)
     rules = [
-        RecordingRule(queries, q.sum_by(INSTANCE, q.rate("vllm:prefix_cache_queries_total", w, sel))),
-        RecordingRule(hits, q.sum_by(INSTANCE, q.rate("vllm:prefix_cache_hits_total", w, sel))),
-        RecordingRule(prefix_hit_ratio(cfg.intervals.rate), q.ratio(hits, queries)),
+        RecordingRule(queries, promql.sum_by(INSTANCE, promql.rate("vllm:prefix_cache_queries_total", w, sel))),
+        RecordingRule(hits, promql.sum_by(INSTANCE, promql.rate("vllm:prefix_cache_hits_total", w, sel))),
+        RecordingRule(prefix_hit_ratio(cfg.intervals.rate), promql.ratio(hits, queries)),
         RecordingRule(
             prefix_hit_ratio(cfg.intervals.rate, "model"),
-            q.ratio(q.sum_by(MODEL, hits), q.sum_by(MODEL, queries)),
+            promql.ratio(promql.sum_by(MODEL, hits), promql.sum_by(MODEL, queries)),
         ),
     ]
     baseline = cfg.kv_cache.alerts.prefix_collapse.baseline_window
     if baseline != cfg.intervals.rate:
-        bw = cfg.d(baseline)
+        bw = cfg.scaled(baseline)
         rules.append(
             RecordingRule(
                 prefix_hit_ratio(baseline),
-                q.ratio(
-                    q.sum_by(INSTANCE, q.rate("vllm:prefix_cache_hits_total", bw, sel)),
-                    q.sum_by(INSTANCE, q.rate("vllm:prefix_cache_queries_total", bw, sel)),
+                promql.ratio(
+                    promql.sum_by(INSTANCE, promql.rate("vllm:prefix_cache_hits_total", bw, sel)),
+                    promql.sum_by(INSTANCE, promql.rate("vllm:prefix_cache_queries_total", bw, sel)),
                 ),
             )
         )
@@ -163,17 +162,20 @@ def _prefix_rules(cfg: Config) -> list[RecordingRule]:
 
 def histogram_rules(cfg: Config, metric: str, quantiles: tuple[float, ...]) -> list[RecordingRule]:
     """Bucket rates per instance and model, then quantiles of each (serving's naming)."""
-    w = cfg.d(cfg.intervals.rate)
+    w = cfg.scaled(cfg.intervals.rate)
     sel = cfg.selectors.vllm
-    instance_buckets = rec.bucket_rate(cfg, metric, "instance")
-    model_buckets = rec.bucket_rate(cfg, metric, "model")
+    instance_buckets = conventions.bucket_rate(cfg, metric, "instance")
+    model_buckets = conventions.bucket_rate(cfg, metric, "model")
     rules = [
-        RecordingRule(instance_buckets, q.sum_by((*INSTANCE, "le"), q.rate(metric, w, sel, "_bucket"))),
-        RecordingRule(model_buckets, q.sum_by((*MODEL, "le"), q.recorded(instance_buckets))),
+        RecordingRule(instance_buckets, promql.sum_by((*INSTANCE, "le"), promql.rate(metric, w, sel, "_bucket"))),
+        RecordingRule(model_buckets, promql.sum_by((*MODEL, "le"), promql.recorded(instance_buckets))),
     ]
     for level, by, buckets in (("instance", INSTANCE, instance_buckets), ("model", MODEL, model_buckets)):
         rules += [
-            RecordingRule(rec.quantile(cfg, metric, level, qv), q.quantile_from_buckets(qv, by, q.recorded(buckets)))
+            RecordingRule(
+                conventions.quantile(cfg, metric, level, qv),
+                promql.quantile_from_buckets(qv, by, promql.recorded(buckets)),
+            )
             for qv in quantiles
         ]
     return rules
@@ -188,10 +190,12 @@ def _phase_group_name(metric: str) -> str:
 def groups(cfg: Config) -> list[RuleGroup]:
     """One group for usage, scheduler and prefix cache, one for batch fill and one per request-phase
     histogram: each within a Mimir ruler's 20 rules per group; no rule reads a later group of this pack."""
-    interval = cfg.d(cfg.intervals.evaluation)
+    interval = cfg.scaled(cfg.intervals.evaluation)
     rules: list[RecordingRule | Alert] = [*_usage_rules(cfg), *_scheduler_rules(cfg), *_prefix_rules(cfg)]
-    out = split_groups("infersight-kv-cache", interval, rules)
-    out += split_groups("infersight-kv-cache-batch", interval, [*histogram_rules(cfg, BATCH_TOKENS, BATCH_QUANTILES)])
+    out = conventions.split_groups("infersight-kv-cache", interval, rules)
+    out += conventions.split_groups(
+        "infersight-kv-cache-batch", interval, [*histogram_rules(cfg, BATCH_TOKENS, BATCH_QUANTILES)]
+    )
     for metric, _ in PHASE_HISTOGRAMS:
-        out += split_groups(_phase_group_name(metric), interval, [*histogram_rules(cfg, metric, QUANTILES)])
+        out += conventions.split_groups(_phase_group_name(metric), interval, [*histogram_rules(cfg, metric, QUANTILES)])
     return out

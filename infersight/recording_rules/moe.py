@@ -9,9 +9,9 @@ that layer, so shares sum to 1 per layer and uniform routing gives every expert 
 
 from __future__ import annotations
 
-from infersight import promql as q
+from infersight import conventions, promql
 from infersight.config import Config
-from infersight.rules import RecordingRule, RuleGroup, record_name
+from infersight.rules import RecordingRule, RuleGroup
 
 TOKENS = "infersight_moe_expert_tokens_total"
 LAYER = ("job", "model_name", "layer")
@@ -24,42 +24,42 @@ def _op(cfg: Config, prefix: str = "") -> str:
 
 def expert_rate(cfg: Config) -> str:
     """Tokens/s routed to each expert."""
-    return record_name("expert", "infersight_moe_expert_tokens", _op(cfg))
+    return conventions.record_name("expert", "infersight_moe_expert_tokens", _op(cfg))
 
 
 def layer_rate(cfg: Config) -> str:
     """Tokens/s routed in each layer (top-k routing counts a token k times)."""
-    return record_name("layer", "infersight_moe_expert_tokens", _op(cfg))
+    return conventions.record_name("layer", "infersight_moe_expert_tokens", _op(cfg))
 
 
 def layer_mean(cfg: Config) -> str:
     """Mean tokens/s per expert of a layer: what every expert would get if routing were uniform."""
-    return record_name("layer", "infersight_moe_expert_tokens", _op(cfg, "mean_"))
+    return conventions.record_name("layer", "infersight_moe_expert_tokens", _op(cfg, "mean_"))
 
 
 def share(cfg: Config) -> str:
-    return record_name("expert", "infersight_moe_expert_load_share", _op(cfg, "ratio_"))
+    return conventions.record_name("expert", "infersight_moe_expert_load_share", _op(cfg, "ratio_"))
 
 
 def relative_load(cfg: Config) -> str:
     """An expert's load over its layer's mean: 1 is its fair share, 3 a hot expert."""
-    return record_name("expert", "infersight_moe_expert_load", _op(cfg, "relative_"))
+    return conventions.record_name("expert", "infersight_moe_expert_load", _op(cfg, "relative_"))
 
 
 def cv(cfg: Config) -> str:
-    return record_name("layer", "infersight_moe_expert_load", _op(cfg, "cv_"))
+    return conventions.record_name("layer", "infersight_moe_expert_load", _op(cfg, "cv_"))
 
 
 def max_over_mean(cfg: Config) -> str:
-    return record_name("layer", "infersight_moe_expert_load", _op(cfg, "max_over_mean_"))
+    return conventions.record_name("layer", "infersight_moe_expert_load", _op(cfg, "max_over_mean_"))
 
 
 def balancedness(cfg: Config) -> str:
-    return record_name("layer", "infersight_moe_expert_load", _op(cfg, "balancedness_"))
+    return conventions.record_name("layer", "infersight_moe_expert_load", _op(cfg, "balancedness_"))
 
 
 def share_variance(cfg: Config) -> str:
-    return record_name("layer", "infersight_moe_expert_load_share", _op(cfg, "variance_"))
+    return conventions.record_name("layer", "infersight_moe_expert_load_share", _op(cfg, "variance_"))
 
 
 def per_layer(expert_expr: str, layer_expr: str) -> str:
@@ -68,19 +68,19 @@ def per_layer(expert_expr: str, layer_expr: str) -> str:
 
 
 def groups(cfg: Config) -> list[RuleGroup]:
-    w = cfg.d(cfg.moe.window)
-    experts = q.recorded(expert_rate(cfg))
-    mean = q.recorded(layer_mean(cfg))
+    w = cfg.scaled(cfg.moe.window)
+    experts = promql.recorded(expert_rate(cfg))
+    mean = promql.recorded(layer_mean(cfg))
     rules = [
-        RecordingRule(expert_rate(cfg), q.sum_by(EXPERT, q.rate(TOKENS, w, cfg.selectors.moe_exporter))),
-        RecordingRule(layer_rate(cfg), q.sum_by(LAYER, experts)),
-        RecordingRule(layer_mean(cfg), q.agg("avg", LAYER, experts)),
-        RecordingRule(share(cfg), per_layer(experts, q.recorded(layer_rate(cfg)))),
+        RecordingRule(expert_rate(cfg), promql.sum_by(EXPERT, promql.rate(TOKENS, w, cfg.selectors.moe_exporter))),
+        RecordingRule(layer_rate(cfg), promql.sum_by(LAYER, experts)),
+        RecordingRule(layer_mean(cfg), promql.agg("avg", LAYER, experts)),
+        RecordingRule(share(cfg), per_layer(experts, promql.recorded(layer_rate(cfg)))),
         RecordingRule(relative_load(cfg), per_layer(experts, mean)),
         # A layer without traffic divides 0 by 0: NaN, which no alert threshold matches.
-        RecordingRule(cv(cfg), f"{q.agg('stddev', LAYER, experts)}\n/\n{mean}"),
-        RecordingRule(max_over_mean(cfg), f"{q.agg('max', LAYER, experts)}\n/\n{mean}"),
-        RecordingRule(balancedness(cfg), f"{mean}\n/\n{q.agg('max', LAYER, experts)}"),
-        RecordingRule(share_variance(cfg), q.agg("stdvar", LAYER, q.recorded(share(cfg)))),
+        RecordingRule(cv(cfg), f"{promql.agg('stddev', LAYER, experts)}\n/\n{mean}"),
+        RecordingRule(max_over_mean(cfg), f"{promql.agg('max', LAYER, experts)}\n/\n{mean}"),
+        RecordingRule(balancedness(cfg), f"{mean}\n/\n{promql.agg('max', LAYER, experts)}"),
+        RecordingRule(share_variance(cfg), promql.agg("stdvar", LAYER, promql.recorded(share(cfg)))),
     ]
-    return [RuleGroup("infersight-moe.rules", cfg.d(cfg.intervals.evaluation), tuple(rules))]
+    return [RuleGroup("infersight-moe.rules", cfg.scaled(cfg.intervals.evaluation), tuple(rules))]

@@ -9,15 +9,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from infersight import promql as q
+from infersight import promql
 from infersight.config import Config
+from infersight.conventions import (
+    ENGINE,
+    INSTANCE,
+    MODEL,
+    QUANTILES,
+    bucket_rate,
+    gauge_sum,
+    op_rate,
+    quantile,
+    record_name,
+    split_groups,
+)
 from infersight.durations import Duration
-from infersight.rules import Alert, RecordingRule, RuleGroup, record_name, split_groups
-
-INSTANCE = ("job", "instance", "model_name")
-MODEL = ("job", "model_name")
-ENGINE = ("job", "instance", "model_name", "engine")
-QUANTILES = (0.5, 0.95, 0.99)
+from infersight.rules import Alert, RecordingRule, RuleGroup
 
 # Histograms whose quantiles the overview shows; (catalog name, short name used in titles).
 LATENCY_HISTOGRAMS = (
@@ -25,10 +32,6 @@ LATENCY_HISTOGRAMS = (
     ("vllm:inter_token_latency_seconds", "ITL"),
     ("vllm:e2e_request_latency_seconds", "E2E"),
 )
-
-
-def op_rate(cfg: Config) -> str:
-    return f"rate{cfg.intervals.rate}"
 
 
 def requests_by_reason(cfg: Config) -> str:
@@ -49,18 +52,6 @@ def http_5xx_ratio(cfg: Config) -> str:
 
 def tokens(cfg: Config, kind: str) -> str:
     return record_name("instance", f"vllm:{kind}_tokens", op_rate(cfg))
-
-
-def bucket_rate(cfg: Config, metric: str, level: str) -> str:
-    return record_name(level, metric + "_bucket", op_rate(cfg))
-
-
-def quantile(cfg: Config, metric: str, level: str, qv: float) -> str:
-    return record_name(level, metric, f"p{round(qv * 100)}_{op_rate(cfg)}")
-
-
-def gauge_sum(metric: str) -> str:
-    return record_name("instance", metric, "sum")
 
 
 KV_USAGE_ENGINE = record_name("engine", "vllm:kv_cache_usage", "ratio")
@@ -96,13 +87,13 @@ class SLOSpec:
 
 
 def bad_reasons(cfg: Config) -> str:
-    return q.label_matcher("finished_reason", "=~", q.alternation(cfg.slo.availability.bad_finished_reasons))
+    return promql.label_matcher("finished_reason", "=~", promql.alternation(cfg.slo.availability.bad_finished_reasons))
 
 
 def slo_specs(cfg: Config) -> list[SLOSpec]:
     """The enabled SLOs, each split into cohorts by per-model overrides."""
     overrides = cfg.slo.overrides
-    default_matcher = q.label_matcher("model_name", "!~", q.alternation(overrides)) if overrides else None
+    default_matcher = promql.label_matcher("model_name", "!~", promql.alternation(overrides)) if overrides else None
     specs: list[SLOSpec] = []
     table = (
         (
@@ -143,7 +134,7 @@ def slo_specs(cfg: Config) -> list[SLOSpec]:
         for model, o in sorted(overrides.items()):
             cohorts.append(
                 Cohort(
-                    q.label_matcher("model_name", "=", model),
+                    promql.label_matcher("model_name", "=", model),
                     getattr(o, obj_key) or objective,
                     (getattr(o, thr_key) or threshold) if thr_key else None,
                 )
@@ -159,17 +150,22 @@ def slo_windows(cfg: Config) -> list[Duration]:
 
 def _sli_error_ratio(cfg: Config, spec: SLOSpec, cohort: Cohort, window: Duration) -> str:
     sel = [*cfg.selectors.vllm, *([cohort.matcher] if cohort.matcher else [])]
-    w = cfg.d(window)
+    w = cfg.scaled(window)
     if spec.name == "availability":
         bad = [*sel, bad_reasons(cfg)]
-        return q.ratio(q.sum_by(MODEL, q.rate(spec.metric, w, bad)), q.sum_by(MODEL, q.rate(spec.metric, w, sel)))
+        return promql.ratio(
+            promql.sum_by(MODEL, promql.rate(spec.metric, w, bad)),
+            promql.sum_by(MODEL, promql.rate(spec.metric, w, sel)),
+        )
     assert cohort.threshold is not None
-    total = q.sum_by(MODEL, q.rate(spec.metric, w, sel, "_count"))
-    good = q.sum_by(
+    total = promql.sum_by(MODEL, promql.rate(spec.metric, w, sel, "_count"))
+    good = promql.sum_by(
         MODEL,
-        q.rate(spec.metric, w, [*sel, q.label_matcher("le", "=~", q.le_value(cohort.threshold))], "_bucket"),
+        promql.rate(
+            spec.metric, w, [*sel, promql.label_matcher("le", "=~", promql.le_value(cohort.threshold))], "_bucket"
+        ),
     )
-    return q.ratio(f"{total}\n-\n{good}", total)
+    return promql.ratio(f"{total}\n-\n{good}", total)
 
 
 def _slo_rules(cfg: Config, spec: SLOSpec) -> list[RecordingRule | Alert]:
@@ -177,7 +173,7 @@ def _slo_rules(cfg: Config, spec: SLOSpec) -> list[RecordingRule | Alert]:
     for cohort in spec.cohorts:
         sel = [*cfg.selectors.vllm, *([cohort.matcher] if cohort.matcher else [])]
         # One series per model that exists, holding its objective: alerts and panels divide by it.
-        presence = q.agg("group", MODEL, q.series("vllm:num_requests_running", sel))
+        presence = promql.agg("group", MODEL, promql.series("vllm:num_requests_running", sel))
         rules.append(RecordingRule(SLO_OBJECTIVE, f"{cohort.objective} * {presence}", {"slo": spec.name}))
         for window in slo_windows(cfg):
             rules.append(
@@ -188,7 +184,11 @@ def _slo_rules(cfg: Config, spec: SLOSpec) -> list[RecordingRule | Alert]:
     rules.append(
         RecordingRule(
             slo_errors(cfg.slo.period),
-            q.over_time("avg", q.recorded(shortest, [q.label_matcher("slo", "=", spec.name)]), cfg.d(cfg.slo.period)),
+            promql.over_time(
+                "avg",
+                promql.recorded(shortest, [promql.label_matcher("slo", "=", spec.name)]),
+                cfg.scaled(cfg.slo.period),
+            ),
             {"slo": spec.name},
         )
     )
@@ -197,63 +197,67 @@ def _slo_rules(cfg: Config, spec: SLOSpec) -> list[RecordingRule | Alert]:
 
 def _golden_rules(cfg: Config) -> list[RecordingRule | Alert]:
     sel = cfg.selectors.vllm
-    w = cfg.d(cfg.intervals.rate)
+    w = cfg.scaled(cfg.intervals.rate)
     bad = bad_reasons(cfg)
     rules: list[RecordingRule | Alert] = [
         RecordingRule(
             requests_by_reason(cfg),
-            q.sum_by((*INSTANCE, "finished_reason"), q.rate("vllm:request_success_total", w, sel)),
+            promql.sum_by((*INSTANCE, "finished_reason"), promql.rate("vllm:request_success_total", w, sel)),
         ),
-        RecordingRule(requests(cfg), q.sum_by(INSTANCE, q.recorded(requests_by_reason(cfg)))),
-        RecordingRule(requests(cfg, "model"), q.sum_by(MODEL, q.recorded(requests(cfg)))),
+        RecordingRule(requests(cfg), promql.sum_by(INSTANCE, promql.recorded(requests_by_reason(cfg)))),
+        RecordingRule(requests(cfg, "model"), promql.sum_by(MODEL, promql.recorded(requests(cfg)))),
         RecordingRule(
             error_ratio(cfg),
-            q.ratio(q.sum_by(INSTANCE, q.recorded(requests_by_reason(cfg), [bad])), q.recorded(requests(cfg))),
+            promql.ratio(
+                promql.sum_by(INSTANCE, promql.recorded(requests_by_reason(cfg), [bad])), promql.recorded(requests(cfg))
+            ),
         ),
         RecordingRule(
             error_ratio(cfg, "model"),
-            q.ratio(
-                q.sum_by(MODEL, q.recorded(requests_by_reason(cfg), [bad])),
-                q.recorded(requests(cfg, "model")),
+            promql.ratio(
+                promql.sum_by(MODEL, promql.recorded(requests_by_reason(cfg), [bad])),
+                promql.recorded(requests(cfg, "model")),
             ),
         ),
         # The API server's status is grouped (2xx/4xx/5xx) and has no model_name. "or 0 *" keeps a
         # zero series while no 5xx has happened, so the panel shows 0 rather than "No data".
         RecordingRule(
             http_5xx_ratio(cfg),
-            q.ratio(
-                q.sum_by(("job", "instance"), q.rate("http_requests_total", w, [*sel, 'status="5xx"']))
+            promql.ratio(
+                promql.sum_by(("job", "instance"), promql.rate("http_requests_total", w, [*sel, 'status="5xx"']))
                 + "\nor\n0 * "
-                + q.sum_by(("job", "instance"), q.rate("http_requests_total", w, sel)),
-                q.sum_by(("job", "instance"), q.rate("http_requests_total", w, sel)),
+                + promql.sum_by(("job", "instance"), promql.rate("http_requests_total", w, sel)),
+                promql.sum_by(("job", "instance"), promql.rate("http_requests_total", w, sel)),
             ),
         ),
-        RecordingRule(tokens(cfg, "prompt"), q.sum_by(INSTANCE, q.rate("vllm:prompt_tokens_total", w, sel))),
-        RecordingRule(tokens(cfg, "generation"), q.sum_by(INSTANCE, q.rate("vllm:generation_tokens_total", w, sel))),
-        RecordingRule(preemptions(cfg), q.sum_by(INSTANCE, q.rate("vllm:num_preemptions_total", w, sel))),
+        RecordingRule(tokens(cfg, "prompt"), promql.sum_by(INSTANCE, promql.rate("vllm:prompt_tokens_total", w, sel))),
+        RecordingRule(
+            tokens(cfg, "generation"), promql.sum_by(INSTANCE, promql.rate("vllm:generation_tokens_total", w, sel))
+        ),
+        RecordingRule(preemptions(cfg), promql.sum_by(INSTANCE, promql.rate("vllm:num_preemptions_total", w, sel))),
         RecordingRule(
             gauge_sum("vllm:num_requests_running"),
-            q.sum_by(INSTANCE, q.series("vllm:num_requests_running", sel)),
+            promql.sum_by(INSTANCE, promql.series("vllm:num_requests_running", sel)),
         ),
         RecordingRule(
             gauge_sum("vllm:num_requests_waiting"),
-            q.sum_by(INSTANCE, q.series("vllm:num_requests_waiting", sel)),
+            promql.sum_by(INSTANCE, promql.series("vllm:num_requests_waiting", sel)),
         ),
-        RecordingRule(KV_USAGE_ENGINE, q.agg("max", ENGINE, q.series("vllm:kv_cache_usage_perc", sel))),
+        RecordingRule(KV_USAGE_ENGINE, promql.agg("max", ENGINE, promql.series("vllm:kv_cache_usage_perc", sel))),
     ]
     return rules
 
 
 def _latency_rules(cfg: Config, metric: str) -> list[RecordingRule | Alert]:
-    w = cfg.d(cfg.intervals.rate)
+    w = cfg.scaled(cfg.intervals.rate)
     rules: list[RecordingRule | Alert] = [
         RecordingRule(
             bucket_rate(cfg, metric, "instance"),
-            q.sum_by((*INSTANCE, "le"), q.rate(metric, w, cfg.selectors.vllm, "_bucket")),
+            promql.sum_by((*INSTANCE, "le"), promql.rate(metric, w, cfg.selectors.vllm, "_bucket")),
         ),
         RecordingRule(
             bucket_rate(cfg, metric, "model"),
-            q.sum_by((*MODEL, "le"), q.recorded(bucket_rate(cfg, metric, "instance"))),
+            promql.sum_by((*MODEL, "le"), promql.recorded(bucket_rate(cfg, metric, "instance"))),
         ),
     ]
     for level, by in (("instance", INSTANCE), ("model", MODEL)):
@@ -261,14 +265,14 @@ def _latency_rules(cfg: Config, metric: str) -> list[RecordingRule | Alert]:
             rules.append(
                 RecordingRule(
                     quantile(cfg, metric, level, qv),
-                    q.quantile_from_buckets(qv, by, q.recorded(bucket_rate(cfg, metric, level))),
+                    promql.quantile_from_buckets(qv, by, promql.recorded(bucket_rate(cfg, metric, level))),
                 )
             )
     return rules
 
 
 def groups(cfg: Config) -> list[RuleGroup]:
-    interval = cfg.d(cfg.intervals.evaluation)
+    interval = cfg.scaled(cfg.intervals.evaluation)
     out = split_groups("infersight-serving", interval, _golden_rules(cfg))
     for metric, short in LATENCY_HISTOGRAMS:
         out += split_groups(f"infersight-serving-{short.lower()}", interval, _latency_rules(cfg, metric))

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
-from infersight import bundle
+from infersight import bundle, bundle_files
 from infersight.config import Config
 from infersight.stack.alertmanager import Alertmanager
 from infersight.stack.prometheus import Prometheus, ScrapeJob
@@ -31,17 +31,18 @@ class ObservedStack:
         self.workdir = workdir
         self.cfg = cfg
         self.bundle_dir = workdir / "bundle"
-        self.files = bundle.build(cfg)
-        bundle.write(self.files, self.bundle_dir)
-        rule_files = bundle.rule_file_paths(self.files, self.bundle_dir)
-        scrape = str(cfg.d(cfg.intervals.scrape))
+        self.bundle = bundle.build(cfg)
+        # Rules and dashboards only: a test stack needs no deploy/ artefacts (nor the mixin's trace).
+        bundle_files.write(bundle_files.render(self.bundle, with_deploy=False), self.bundle_dir)
+        rule_files = bundle_files.rule_file_paths(self.bundle, self.bundle_dir)
+        scrape = str(cfg.scaled(cfg.intervals.scrape))
         self.alertmanager = Alertmanager(workdir / "alertmanager")
         self.prometheus = Prometheus(
             workdir / "prometheus",
             jobs=[ScrapeJob(name, list(targets)) for name, targets in sorted(jobs.items())],
             rule_files=rule_files,
             scrape_interval=scrape,
-            evaluation_interval=str(cfg.d(cfg.intervals.evaluation)),
+            evaluation_interval=str(cfg.scaled(cfg.intervals.evaluation)),
             alertmanager_url=self.alertmanager.url,
         )
 
@@ -67,7 +68,7 @@ class ObservedStack:
         self.stop()
 
     def scrape_seconds(self) -> float:
-        return self.cfg.d(self.cfg.intervals.scrape).total_seconds
+        return self.cfg.scaled(self.cfg.intervals.scrape).total_seconds
 
     def firing(self) -> set[str]:
         """Alert names Prometheus holds in state firing."""

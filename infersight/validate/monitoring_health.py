@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from infersight import promql as q
+from infersight import promql
 from infersight.durations import Duration
 from infersight.stack.process import http_get
 from infersight.validate.apis import ApiError, PrometheusApi
@@ -68,11 +68,11 @@ class Health:
 def failed_scrapes(prom: PrometheusApi, start: float, end: float) -> tuple[dict[str, float], dict[str, float]]:
     """Per job: scrapes that failed (``up == 0``) and all scrapes, over [start, end]."""
     window = Duration.seconds(max(1.0, math.ceil(end - start)))
-    up = q.series("up")
+    up = promql.series("up")
     counts: dict[str, dict[str, float]] = {"all": {}, "ok": {}}
     for key, fn in (("all", "count"), ("ok", "sum")):
         try:
-            result = prom.query(q.sum_by(("job",), q.over_time(fn, up, window)), at=end)
+            result = prom.query(promql.sum_by(("job",), promql.over_time(fn, up, window)), at=end)
         except ApiError:
             return {}, {}
         counts[key] = {r["metric"].get("job", ""): float(r["value"][1]) for r in result}

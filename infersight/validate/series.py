@@ -8,12 +8,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from infersight import promql as q
+from infersight import conventions, promql
 from infersight.config import Config
 from infersight.durations import Duration
 from infersight.recording_rules import gpu as gpu_rules
 from infersight.recording_rules import moe as moe_rules
-from infersight.recording_rules import serving as rec
+from infersight.recording_rules import serving as serving_rules
 from infersight.validate.apis import ApiError, PrometheusApi
 
 TTFT = "vllm:time_to_first_token_seconds"
@@ -48,43 +48,43 @@ class PanelData:
 
 def panels(cfg: Config, instance: str | None) -> list[Panel]:
     """The panels of one scenario's plot; serving series are those of the target ``instance``."""
-    match = [q.label_matcher("instance", "=", instance)] if instance else []
+    match = [promql.label_matcher("instance", "=", instance)] if instance else []
 
     def total(name: str, op: str = "sum") -> str:
-        return q.agg(op, (), q.recorded(name, match))
+        return promql.agg(op, (), promql.recorded(name, match))
 
-    ttft, itl = rec.LATENCY_HISTOGRAMS[0][0], rec.LATENCY_HISTOGRAMS[1][0]
+    ttft, itl = serving_rules.LATENCY_HISTOGRAMS[0][0], serving_rules.LATENCY_HISTOGRAMS[1][0]
     return [
-        Panel("Load", "requests/s", (Line("requests/s", total(rec.requests(cfg))),)),
+        Panel("Load", "requests/s", (Line("requests/s", total(serving_rules.requests(cfg))),)),
         Panel(
             "Queue",
             "requests",
             (
-                Line("running", total(rec.gauge_sum("vllm:num_requests_running"))),
-                Line("waiting", total(rec.gauge_sum("vllm:num_requests_waiting"))),
+                Line("running", total(conventions.gauge_sum("vllm:num_requests_running"))),
+                Line("waiting", total(conventions.gauge_sum("vllm:num_requests_waiting"))),
             ),
         ),
         Panel(
             "Latency p95",
             "seconds",
             (
-                Line("TTFT p95", total(rec.quantile(cfg, ttft, "instance", 0.95), "max")),
-                Line("ITL p95", total(rec.quantile(cfg, itl, "instance", 0.95), "max")),
+                Line("TTFT p95", total(conventions.quantile(cfg, ttft, "instance", 0.95), "max")),
+                Line("ITL p95", total(conventions.quantile(cfg, itl, "instance", 0.95), "max")),
             ),
             log_scale=True,
         ),
-        Panel("KV cache usage", "ratio", (Line("KV usage (max engine)", total(rec.KV_USAGE_ENGINE, "max")),)),
-        Panel("Preemptions", "per second", (Line("preemptions/s", total(rec.preemptions(cfg))),)),
+        Panel("KV cache usage", "ratio", (Line("KV usage (max engine)", total(serving_rules.KV_USAGE_ENGINE, "max")),)),
+        Panel("Preemptions", "per second", (Line("preemptions/s", total(serving_rules.preemptions(cfg))),)),
         Panel(
             "GPU memory (fake GPU)",
             "GiB",
-            (Line("used framebuffer", f"max({q.recorded(gpu_rules.FB_USED)}) / {gpu_rules.MIB * 1024}"),),
+            (Line("used framebuffer", f"max({promql.recorded(gpu_rules.FB_USED)}) / {gpu_rules.MIB * 1024}"),),
             optional=True,
         ),
         Panel(
             "MoE expert load",
             "variance of shares",
-            (Line("max layer variance", q.agg("max", (), q.recorded(moe_rules.share_variance(cfg)))),),
+            (Line("max layer variance", promql.agg("max", (), promql.recorded(moe_rules.share_variance(cfg)))),),
             optional=True,
         ),
     ]
@@ -135,18 +135,20 @@ def server_ttft(prom: PrometheusApi, instance: str | None, start: float, end: fl
     """TTFT quantiles of the server's histogram over [start, end]: ``increase`` of its buckets
     over the scenario, then ``histogram_quantile`` (linear within a bucket, so coarse)."""
     window = Duration.seconds(math.ceil(end - start))
-    match = [q.label_matcher("instance", "=", instance)] if instance else []
-    buckets = q.range_fn("increase", TTFT, window, match, suffix="_bucket")
+    match = [promql.label_matcher("instance", "=", instance)] if instance else []
+    buckets = promql.range_fn("increase", TTFT, window, match, suffix="_bucket")
     out: dict[float, float | None] = {}
     for qv in CLIENT_QUANTILES:
         try:
-            result = prom.query(q.quantile_from_buckets(qv, (), buckets), at=end)
+            result = prom.query(promql.quantile_from_buckets(qv, (), buckets), at=end)
         except ApiError:
             result = []
         value = float(result[0]["value"][1]) if result else math.nan
         out[qv] = value if math.isfinite(value) else None
     try:
-        counted = prom.query(q.agg("sum", (), q.range_fn("increase", TTFT, window, match, suffix="_count")), at=end)
+        counted = prom.query(
+            promql.agg("sum", (), promql.range_fn("increase", TTFT, window, match, suffix="_count")), at=end
+        )
     except ApiError:
         counted = []
     count = float(counted[0]["value"][1]) if counted else None

@@ -9,19 +9,19 @@ from typing import Any
 import pytest
 import yaml
 
-from infersight import bundle
+from infersight import bundle, bundle_files
 from infersight.config import Config
 
 
 @pytest.fixture(scope="session")
 def built() -> dict[str, str]:
-    return bundle.build(Config())
+    return bundle_files.render(bundle.build(Config()))
 
 
 @pytest.fixture(scope="session")
 def bundle_dir(tmp_path_factory: pytest.TempPathFactory, built: dict[str, str]) -> Path:
     out = tmp_path_factory.mktemp("bundle")
-    bundle.write(built, out)
+    bundle_files.write(built, out)
     return out
 
 

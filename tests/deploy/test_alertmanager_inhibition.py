@@ -15,9 +15,9 @@ from infersight.alerts import kv_cache as kv_alerts
 from infersight.alerts import moe as moe_alerts
 from infersight.alerts import serving as serving_alerts
 from infersight.deploy import alertmanager
-from infersight.deploy.view import BundleView
 from infersight.stack.alertmanager import Alertmanager
 from infersight.stack.process import ServiceError, wait_until
+from tests import written
 
 pytestmark = pytest.mark.e2e
 
@@ -32,9 +32,7 @@ def am(tmp_path_factory: pytest.TempPathFactory, built: dict[str, str]) -> Itera
 
 def labels(built: dict[str, str], name: str, severity: str | None = None, **extra: str) -> dict[str, str]:
     """The labels the bundle's rule gives alert ``name``, plus those its expression carries."""
-    rule = next(
-        r for r in BundleView.of(built).alerts() if r["alert"] == name and severity in (None, r["labels"]["severity"])
-    )
+    rule = next(r for r in written.alerts(built) if r["alert"] == name and severity in (None, r["labels"]["severity"]))
     return {"alertname": name, **rule["labels"], **extra}
 
 

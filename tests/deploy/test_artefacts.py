@@ -3,6 +3,7 @@ and against the bundle it wraps: the same groups, the same dashboard bytes."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from infersight import bundle
+from infersight import bundle, bundle_files, deploy
+from infersight.bundle import Dashboard, RuleFile
 from infersight.config import Config, ConfigError, parse_config
 from infersight.deploy import (
     alertmanager,
@@ -21,10 +23,12 @@ from infersight.deploy import (
     prometheus,
     targets,
     trace,
-    write_deploy,
 )
-from infersight.deploy.view import BundleView, resource_name
+from infersight.deploy.naming import resource_name
+from infersight.durations import Duration
 from infersight.output import dump_yaml
+from infersight.rules import RecordingRule, RuleGroup
+from tests import written
 
 from .conftest import docs, tool
 
@@ -44,7 +48,7 @@ ARTEFACTS = [
 
 
 def rule_groups(built: dict[str, str]) -> dict[str, list[dict[str, Any]]]:
-    return {rel: data["groups"] for rel, data in BundleView.of(built).rule_files.items()}
+    return {rel: data["groups"] for rel, data in written.rule_files(built).items()}
 
 
 def promtool_rules(tmp_path: Path, groups_by_name: dict[str, list[dict[str, Any]]]) -> None:
@@ -73,8 +77,8 @@ def test_prometheus_config_passes_promtool_and_loads_every_rule_file(bundle_dir:
 
 
 def test_time_scaled_prometheus_config_keeps_timeout_below_interval(tmp_path: Path) -> None:
-    files = bundle.build(parse_config({"time_scale": 60}))
-    bundle.write(files, tmp_path)
+    files = bundle_files.render(bundle.build(parse_config({"time_scale": 60})))
+    bundle_files.write(files, tmp_path)
     result = tool("promtool", "check", "config", prometheus.PATH, cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert yaml.safe_load(files[prometheus.PATH])["global"]["scrape_timeout"] == "250ms"
@@ -97,7 +101,7 @@ def test_alertmanager_routes_by_severity_and_groups_by_model_and_component(built
 
 
 def test_inhibitions_name_alerts_the_build_produces(built: dict[str, str]) -> None:
-    names = BundleView.of(built).alert_names()
+    names = written.alert_names(built)
     for rule in yaml.safe_load(built[alertmanager.PATH])["inhibit_rules"]:
         source = rule["source_matchers"][0]
         if source.startswith("alertname"):
@@ -107,7 +111,7 @@ def test_inhibitions_name_alerts_the_build_produces(built: dict[str, str]) -> No
 
 def test_inhibition_left_out_when_its_source_alert_is_disabled() -> None:
     cfg = parse_config({"alerts": {"serving": {"target_down": {"enabled": False}}}})
-    rules = yaml.safe_load(bundle.build(cfg)[alertmanager.PATH])["inhibit_rules"]
+    rules = yaml.safe_load(bundle_files.render(bundle.build(cfg))[alertmanager.PATH])["inhibit_rules"]
     assert not [r for r in rules if "InfersightVLLMTargetDown" in str(r["source_matchers"])]
 
 
@@ -152,7 +156,7 @@ def test_helm_overlay_makes_remote_write_and_selectors_a_values_change() -> None
             }
         }
     )
-    values = yaml.safe_load(bundle.build(cfg)[helm.VALUES_PATH])
+    values = yaml.safe_load(bundle_files.render(bundle.build(cfg))[helm.VALUES_PATH])
     assert values["prometheus"]["prometheusSpec"]["remoteWrite"] == [{"url": "https://mimir.example.com/api/v1/push"}]
     vllm = values["prometheus"]["additionalPodMonitors"][0]
     assert vllm["selector"] == {"matchLabels": {"app": "llm", "tier": "serving"}}
@@ -259,26 +263,27 @@ def test_a_contradicting_job_fails_the_build_command(tmp_path: Path, capsys: pyt
 
 def test_disabled_target_is_not_scraped() -> None:
     cfg = parse_config({"deploy": {"targets": {"moe_exporter": {"enabled": False}}}})
-    files = bundle.build(cfg)
+    files = bundle_files.render(bundle.build(cfg))
     assert "infersight-moe" not in {j["job_name"] for j in yaml.safe_load(files[prometheus.PATH])["scrape_configs"]}
     assert len(docs(files[kubernetes.POD_MONITORS_PATH])) == 3
 
 
-def test_writers_follow_what_the_build_produces(built: dict[str, str]) -> None:
+def test_writers_follow_what_the_build_produces() -> None:
     """A pack added later (its rule file and dashboard) reaches every consumer untouched."""
-    extra_rules = {
-        "groups": [{"name": "infersight-extra.rules", "interval": "30s", "rules": [{"record": "a:b:c", "expr": "up"}]}]
-    }
-    extra_board = json.loads(built["dashboards/vllm-overview.json"]) | {"uid": "infersight-extra", "title": "Extra"}
-    files = {
-        **{k: v for k, v in built.items() if not k.startswith("deploy/")},
-        "recording_rules/extra.yaml": dump_yaml(extra_rules),
-        "dashboards/extra.json": json.dumps(extra_board),
-    }
-    out = write_deploy(Config(), files)
+    built = bundle.build(Config())
+    extra_group = RuleGroup("infersight-extra.rules", Duration.parse("30s"), (RecordingRule("a:b:c", "up"),))
+    extra_board = built.dashboards[0].model | {"uid": "infersight-extra", "title": "Extra"}
+    extended = dataclasses.replace(
+        built,
+        rule_files=(*built.rule_files, RuleFile("extra", "recording_rules", (extra_group,))),
+        dashboards=(*built.dashboards, Dashboard("extra", "extra.json", extra_board)),
+    )
+    out = deploy.artefacts(extended, with_mixin=False)
     assert "../../recording_rules/extra.yaml" in yaml.safe_load(out[prometheus.PATH])["rule_files"]
     values = yaml.safe_load(out[helm.VALUES_PATH])
-    assert values["additionalPrometheusRulesMap"]["infersight-recording-rules-extra"]["groups"] == extra_rules["groups"]
+    assert values["additionalPrometheusRulesMap"]["infersight-recording-rules-extra"]["groups"] == [
+        extra_group.to_dict()
+    ]
     assert "extra" in values["grafana"]["dashboards"][helm.PROVIDER]
     assert "infersight-recording-rules-extra" in {d["metadata"]["name"] for d in docs(out[kubernetes.RULES_PATH])}
     assert "extra.json" in {k for d in docs(out[kubernetes.DASHBOARDS_PATH]) for k in d["data"]}
@@ -286,7 +291,7 @@ def test_writers_follow_what_the_build_produces(built: dict[str, str]) -> None:
 
 def test_deploy_files_are_deterministic(built: dict[str, str]) -> None:
     trace._trace.cache_clear()  # trace the settings again rather than reuse the first result
-    again = bundle.build(Config())
+    again = bundle_files.render(bundle.build(Config()))
     assert {k: v for k, v in again.items() if k.startswith("deploy/")} == {
         k: v for k, v in built.items() if k.startswith("deploy/")
     }

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from infersight import bundle
+from infersight import bundle, bundle_files
 from infersight.cli import main
 from infersight.config import parse_config
 from infersight.deploy.rules_deploy import MANAGED_GLOB, rule_files
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.e2e
 def scaled_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A time-scaled bundle, so every group evaluates within a second."""
     out = tmp_path_factory.mktemp("scaled-bundle")
-    bundle.write(bundle.build(parse_config({"time_scale": 60})), out)
+    bundle_files.write(bundle_files.render(bundle.build(parse_config({"time_scale": 60}))), out)
     return out
 
 

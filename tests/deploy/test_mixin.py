@@ -12,7 +12,7 @@ import _jsonnet
 import pytest
 import yaml
 
-from infersight import bundle
+from infersight import bundle, bundle_files
 from infersight.config import Config, parse_config
 from infersight.deploy import mixin, trace
 
@@ -28,7 +28,7 @@ def evaluate(bundle_dir: Path, overrides: dict[str, Any] | None = None) -> dict[
     return result
 
 
-def bundle_files(root: Path) -> dict[str, Any]:
+def written_bundle(root: Path) -> dict[str, Any]:
     """The bundle as written, in the mixin's shape."""
 
     def groups(kind: str) -> list[Any]:
@@ -51,7 +51,7 @@ def alert_expr(data: dict[str, Any], name: str, severity: str) -> str:
 
 
 def test_default_config_evaluates_to_the_bundle(bundle_dir: Path) -> None:
-    assert evaluate(bundle_dir) == bundle_files(bundle_dir)
+    assert evaluate(bundle_dir) == written_bundle(bundle_dir)
 
 
 def test_overriding_a_threshold_changes_the_alert_expression(bundle_dir: Path) -> None:
@@ -148,7 +148,10 @@ def test_mixin_files_are_the_bundle_files(built: dict[str, str]) -> None:
             "jsonnetfile.json",
         )
     }
-    assert bundle.build(Config())[f"{mixin.DIR}/config.libsonnet"] == built[f"{mixin.DIR}/config.libsonnet"]
+    assert (
+        bundle_files.render(bundle.build(Config()))[f"{mixin.DIR}/config.libsonnet"]
+        == built[f"{mixin.DIR}/config.libsonnet"]
+    )
 
 
 def test_a_unit_that_fails_on_some_values_still_exposes_the_others() -> None:

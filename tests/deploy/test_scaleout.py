@@ -4,22 +4,22 @@ groups within Mimir's default limits (a ruler shards by group)."""
 from __future__ import annotations
 
 from infersight.deploy import scaleout
-from infersight.deploy.view import BundleView
 from infersight.output import dump_yaml
+from tests import written
 
 
 def test_no_rule_calls_a_function_rulers_reject(built: dict[str, str]) -> None:
-    problems = [p for p in scaleout.problems(BundleView.of(built)) if " calls " in p]
+    problems = [p for p in scaleout.problems(written.rule_files(built)) if " calls " in p]
     assert not problems, "\n".join(problems)
 
 
 def test_group_names_are_unique_and_groups_fit_a_tenant(built: dict[str, str]) -> None:
-    problems = [p for p in scaleout.problems(BundleView.of(built)) if "defined twice" in p or "per tenant" in p]
+    problems = [p for p in scaleout.problems(written.rule_files(built)) if "defined twice" in p or "per tenant" in p]
     assert not problems, "\n".join(problems)
 
 
 def test_groups_fit_mimirs_default_rules_per_group(built: dict[str, str]) -> None:
-    problems = [p for p in scaleout.problems(BundleView.of(built)) if "per group" in p]
+    problems = [p for p in scaleout.problems(written.rule_files(built)) if "per group" in p]
     assert not problems, "\n".join(problems)
 
 
@@ -30,7 +30,7 @@ def test_checker_finds_each_kind_of_problem() -> None:
         "recording_rules/x.yaml": dump_yaml({"groups": [{"name": "g", "rules": rules}]}),
         "alerts/x.yaml": dump_yaml({"groups": [{"name": "g", "rules": [{"alert": "InfersightY", "expr": "up"}]}]}),
     }
-    found = "\n".join(scaleout.problems(BundleView.of(files)))
+    found = "\n".join(scaleout.problems(written.rule_files(files)))
     assert "group g is defined twice" in found
     assert f"has {scaleout.MAX_RULES_PER_GROUP + 2} rules" in found
     assert "InfersightX calls limitk" in found and "InfersightX calls sort_by_label" in found

@@ -57,8 +57,8 @@ def with_traffic(dense_vllm: VLLMServer, observed: ObservedStack) -> Iterator[No
     thread = threading.Thread(target=loop, daemon=True)
     thread.start()
     # Two scrapes after the first traffic, plus one full rate window, before asserting on rate().
-    window = CFG.d(CFG.intervals.rate).total_seconds
-    time.sleep(window + 2 * observed.scrape_seconds() + 2 * CFG.d(CFG.intervals.evaluation).total_seconds)
+    window = CFG.scaled(CFG.intervals.rate).total_seconds
+    time.sleep(window + 2 * observed.scrape_seconds() + 2 * CFG.scaled(CFG.intervals.evaluation).total_seconds)
     yield
     stop.set()
     thread.join(timeout=120)

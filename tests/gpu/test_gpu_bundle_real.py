@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from infersight import bundle
+from infersight import bundle, bundle_files
 from infersight.alerts import gpu as gpu_alerts
 from infersight.config import parse_config
 from infersight.exporters.gpu import exporter as gpu_exporter
@@ -91,11 +91,11 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GpuStack]:
         gpu_exporter.command("nvml", port, HOSTNAME),
         work / "exporter.log",
     )
-    files = bundle.build(CFG)
-    bundle.write(files, work / "bundle")
+    built = bundle.build(CFG)
+    bundle_files.write(bundle_files.render(built, with_deploy=False), work / "bundle")
     config = {
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-        "rule_files": [str(p) for p in bundle.rule_file_paths(files, work / "bundle")],
+        "rule_files": [str(p) for p in bundle_files.rule_file_paths(built, work / "bundle")],
         "scrape_configs": [{"job_name": JOB, "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]}],
     }
     uuid = _first_gpu_uuid()

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from infersight import bundle
+from infersight import bundle, bundle_files
 from infersight.config import Config
 from infersight.durations import Duration
 from infersight.loadgen.scenario import ScenarioError, load_scenario, parse_scenario
@@ -146,7 +146,7 @@ def test_example_scenarios_load_and_are_named_after_their_file(path: Path) -> No
 def _bundle_alerts() -> dict[str, str]:
     """Alert name -> component, from the bundle the default config builds."""
     alerts: dict[str, str] = {}
-    for rel, text in bundle.build(Config()).items():
+    for rel, text in bundle_files.render(bundle.build(Config())).items():
         if rel.startswith("alerts/") and rel.endswith(".yaml"):
             for group in yaml.safe_load(text)["groups"]:
                 for rule in group["rules"]:

@@ -95,7 +95,7 @@ class Load:
 def alert_timeline(stack: ObservedStack, names: tuple[str, ...], matchers: str, seconds: float) -> str:
     """For the log, not asserted: each alert per evaluation over the last ``seconds``
     (. inactive, p pending, F firing)."""
-    step = stack.cfg.d(stack.cfg.intervals.evaluation).total_seconds
+    step = stack.cfg.scaled(stack.cfg.intervals.evaluation).total_seconds
     end = time.time()
     lines = []
     for name in names:

@@ -11,15 +11,15 @@ from typing import Any
 import pytest
 import yaml
 
-from infersight import bundle, catalog
+from infersight import bundle, bundle_files, catalog
 from infersight.config import Config, ConfigError, parse_config
 from infersight.lint import dashboard_queries, metric_names, substitute
 from infersight.stack.observed import validation_profile
 from tests.grafana_schema import schema_problems
 
-FILES = bundle.build(Config())
+FILES = bundle_files.render(bundle.build(Config()))
 BOARD = json.loads(FILES["dashboards/gpu.json"])
-OWN = ("recording_rules/gpu.yaml", "alerts/gpu.yaml", "alerts/exporters.yaml")
+OWN = ("recording_rules/gpu.yaml", "alerts/gpu.yaml", "alerts/exporter_health.yaml")
 GPU_ALERTS = {
     "InfersightGPUMemoryLeak",
     "InfersightGPUPredictedOOM",
@@ -42,7 +42,7 @@ def _rules(files: dict[str, str], rel: str) -> list[dict[str, Any]]:
 def test_the_packs_are_in_the_bundle() -> None:
     assert {*OWN, "dashboards/gpu.json"} <= set(FILES)
     gpu = _rules(FILES, "alerts/gpu.yaml")
-    exporters = _rules(FILES, "alerts/exporters.yaml")
+    exporters = _rules(FILES, "alerts/exporter_health.yaml")
     assert {r["alert"] for r in gpu} == GPU_ALERTS
     assert {r["alert"] for r in exporters} == EXPORTER_ALERTS
     assert {r["labels"]["component"] for r in gpu} == {"gpu"}
@@ -56,7 +56,7 @@ def test_every_alert_has_a_runbook_section() -> None:
 
 
 def test_rule_files_pass_promtool_check(tmp_path: Path) -> None:
-    bundle.write(FILES, tmp_path)
+    bundle_files.write(FILES, tmp_path)
     result = subprocess.run(
         ["promtool", "check", "rules", *(str(tmp_path / rel) for rel in OWN)], capture_output=True, text=True
     )
@@ -109,7 +109,7 @@ def test_dashboard_validates_and_has_the_promised_panels() -> None:
 
 
 def test_dashboard_reads_recording_rules_except_per_process_memory() -> None:
-    recorded = bundle.recorded_names(bundle.rule_groups(Config(), "recording_rules"))
+    recorded = bundle.build(Config()).recorded_names()
     raw = set()
     for _, expr in dashboard_queries(BOARD):
         raw |= {n for n in metric_names(substitute(expr)) if n not in recorded}
@@ -117,8 +117,8 @@ def test_dashboard_reads_recording_rules_except_per_process_memory() -> None:
 
 
 def test_build_is_deterministic_and_scales_with_time() -> None:
-    assert bundle.build(Config()) == FILES
-    scaled = bundle.build(validation_profile())
+    assert bundle_files.render(bundle.build(Config())) == FILES
+    scaled = bundle_files.render(bundle.build(validation_profile()))
     leak = next(r for r in _rules(scaled, "alerts/gpu.yaml") if r["alert"] == "InfersightGPUMemoryLeak")
     assert leak["for"] == "30s"
     assert "offset 10s" in leak["expr"]
@@ -129,9 +129,9 @@ def test_disabled_alerts_are_left_out() -> None:
     cfg = parse_config(
         {"gpu": {"alerts": {"xid": {"enabled": False}}}, "exporters": {"alerts": {"down": {"enabled": False}}}}
     )
-    files = bundle.build(cfg)
+    files = bundle_files.render(bundle.build(cfg))
     assert "InfersightGPUXidError" not in files["alerts/gpu.yaml"]
-    assert "InfersightExporterDown" not in files["alerts/exporters.yaml"]
+    assert "InfersightExporterDown" not in files["alerts/exporter_health.yaml"]
 
 
 @pytest.mark.parametrize(

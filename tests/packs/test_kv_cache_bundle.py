@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 import yaml
 
-from infersight import bundle
+from infersight import bundle, bundle_files
 from infersight.config import Config, ConfigError, parse_config
 from infersight.lint import dashboard_queries, metric_names, substitute
 from infersight.stack.observed import validation_profile
 from tests.grafana_schema import schema_problems
 
-FILES = bundle.build(Config())
+FILES = bundle_files.render(bundle.build(Config()))
 BOARD = json.loads(FILES["dashboards/vllm-kv-cache.json"])
 ALERTS = ("recording_rules/kv_cache.yaml", "alerts/kv_cache.yaml")
 
@@ -24,7 +24,7 @@ def _rules(files: dict[str, str], rel: str) -> list[dict[str, Any]]:
 
 
 def _recorded(cfg: Config) -> frozenset[str]:
-    return bundle.recorded_names(bundle.rule_groups(cfg, "recording_rules"))
+    return bundle.build(cfg).recorded_names()
 
 
 def test_the_pack_is_in_the_bundle() -> None:
@@ -71,7 +71,7 @@ def test_prefix_hit_ratio_is_a_ratio_of_rates() -> None:
 
 def test_time_scaled_profile_scales_windows_and_for_but_keeps_names() -> None:
     scaled_cfg = validation_profile(Config(), 60)
-    scaled = bundle.build(scaled_cfg)
+    scaled = bundle_files.render(bundle.build(scaled_cfg))
     assert _recorded(scaled_cfg) == _recorded(Config())
     alerts = {r["alert"]: r for r in _rules(scaled, "alerts/kv_cache.yaml")}
     assert alerts["InfersightVLLMKVCacheSaturated"]["for"] == "5s"
@@ -84,13 +84,15 @@ def test_time_scaled_profile_scales_windows_and_for_but_keeps_names() -> None:
 
 def test_a_disabled_alert_is_not_built() -> None:
     cfg = parse_config({"kv_cache": {"alerts": {"thrash": {"enabled": False}}}})
-    names = {r["alert"] for r in _rules(bundle.build(cfg), "alerts/kv_cache.yaml")}
+    names = {r["alert"] for r in _rules(bundle_files.render(bundle.build(cfg)), "alerts/kv_cache.yaml")}
     assert "InfersightVLLMKVCacheThrash" not in names and "InfersightVLLMKVCacheSaturated" in names
 
 
 def test_thresholds_come_from_the_config() -> None:
     cfg = parse_config({"kv_cache": {"alerts": {"saturation": {"usage_threshold": 0.8, "for": "2m"}}}})
-    alert = next(r for r in _rules(bundle.build(cfg), "alerts/kv_cache.yaml") if "Saturated" in r["alert"])
+    alert = next(
+        r for r in _rules(bundle_files.render(bundle.build(cfg)), "alerts/kv_cache.yaml") if "Saturated" in r["alert"]
+    )
     assert alert["expr"].startswith("engine:vllm_kv_cache_usage:avg5m > 0.8\n")
     assert alert["for"] == "2m"
     assert "(threshold 80%)" in alert["annotations"]["description"]

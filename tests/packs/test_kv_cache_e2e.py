@@ -79,7 +79,7 @@ def test_light_load_keeps_kv_alerts_quiet(
         time.sleep(0.5)
     summary = load.finish(timeout=60)
     # Two more evaluations over the last samples.
-    deadline = time.monotonic() + 2 * CFG.d(CFG.intervals.evaluation).total_seconds + observed.scrape_seconds()
+    deadline = time.monotonic() + 2 * CFG.scaled(CFG.intervals.evaluation).total_seconds + observed.scrape_seconds()
     while time.monotonic() < deadline:
         seen |= _active(observed, target)
         time.sleep(0.25)

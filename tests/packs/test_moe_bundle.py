@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 import yaml
 
-from infersight import bundle
+from infersight import bundle, bundle_files
 from infersight.config import Config, ConfigError, parse_config
 from infersight.lint import dashboard_queries, metric_names, substitute
 from tests.grafana_schema import schema_problems
 
-FILES = bundle.build(Config())
+FILES = bundle_files.render(bundle.build(Config()))
 BOARD = json.loads(FILES["dashboards/vllm-moe.json"])
 
 
@@ -32,7 +32,7 @@ def test_dashboard_has_a_valid_heatmap_and_reads_only_recording_rules() -> None:
     heatmaps = [p for p in BOARD["panels"] if p["type"] == "heatmap"]
     assert len(heatmaps) == 1 and heatmaps[0]["options"]["calculate"] is False
     assert heatmaps[0]["fieldConfig"]["defaults"]["unit"] == "percentunit"
-    recorded = bundle.recorded_names(bundle.rule_groups(Config(), "recording_rules"))
+    recorded = bundle.build(Config()).recorded_names()
     for where, expr in dashboard_queries(BOARD):
         assert metric_names(substitute(expr)) <= recorded, where
     assert [v["name"] for v in BOARD["templating"]["list"]] == ["datasource", "job", "model_name", "layer"]
@@ -42,14 +42,16 @@ def test_dashboard_has_a_valid_heatmap_and_reads_only_recording_rules() -> None:
 
 def test_absent_alert_watches_exactly_the_configured_models() -> None:
     cfg = parse_config({"moe": {"models": ["org/Mixtral-8x7B.v0.1+x", "tiny-moe"]}})
-    alert = _alerts(bundle.build(cfg))["InfersightMoEExpertLoadAbsent"]  # build() lints: the regex parses
+    alert = _alerts(bundle_files.render(bundle.build(cfg)))[
+        "InfersightMoEExpertLoadAbsent"
+    ]  # build() lints: the regex parses
     assert 'model_name=~"org/Mixtral-8x7B\\\\.v0\\\\.1\\\\+x|tiny-moe"' in alert["expr"]
     assert alert["for"] == "10m" and alert["labels"] == {"component": "moe", "severity": "warning"}
 
 
 def test_thresholds_and_window_come_from_the_config() -> None:
     cfg = parse_config({"moe": {"window": "10m", "alerts": {"imbalance": {"variance_threshold": 0.01}}}})
-    files = bundle.build(cfg)
+    files = bundle_files.render(bundle.build(cfg))
     imbalance = _alerts(files)["InfersightMoEExpertImbalance"]
     assert imbalance["expr"].startswith("layer:infersight_moe_expert_load_share:variance_rate10m > 0.01\n")
     assert "* 600 >= 100" in imbalance["expr"]  # expected tokens per expert over the 10m window

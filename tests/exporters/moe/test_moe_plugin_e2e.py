@@ -18,8 +18,7 @@ from typing import Any
 
 import pytest
 
-from infersight import bundle
-from infersight import promql as q
+from infersight import bundle, bundle_files, promql
 from infersight.durations import Duration
 from infersight.recording_rules import moe as moe_rules
 from infersight.stack.observed import validation_profile
@@ -102,15 +101,15 @@ class ExporterScrape(ScrapeJob):
 def prometheus(stack_dir: Path, plugged: probe.PluggedVLLM) -> Iterator[Prometheus]:
     """A real Prometheus with the bundle's recording rules (time-scaled profile)."""
     workdir = stack_dir / "prometheus-moe"
-    files = bundle.build(CFG)
-    bundle.write(files, workdir / "bundle")
+    files = bundle_files.render(bundle.build(CFG), with_deploy=False)
+    bundle_files.write(files, workdir / "bundle")
     rules = sorted(workdir / "bundle" / rel for rel in files if rel.startswith("recording_rules/"))
     prom = Prometheus(
         workdir,
         jobs=[ExporterScrape("infersight-moe", [plugged.exporter_target])],
         rule_files=rules,
-        scrape_interval=str(CFG.d(CFG.intervals.scrape)),
-        evaluation_interval=str(CFG.d(CFG.intervals.evaluation)),
+        scrape_interval=str(CFG.scaled(CFG.intervals.scrape)),
+        evaluation_interval=str(CFG.scaled(CFG.intervals.evaluation)),
     )
     with prom:
         prom.wait_for_targets_up(timeout=60)
@@ -184,12 +183,12 @@ def test_one_repeated_token_concentrates_load_varied_prompts_spread_it(plugged: 
 
 def test_imbalance_recording_rule_shows_the_difference(plugged: probe.PluggedVLLM, prometheus: Prometheus) -> None:
     rule = moe_rules.max_over_mean(CFG)
-    expr = f"{rule}{q.braces([q.label_matcher('model_name', '=', MODEL)])}"
+    expr = f"{rule}{promql.braces([promql.label_matcher('model_name', '=', MODEL)])}"
     # A full rate window of one kind of traffic, plus two scrapes and two evaluations.
     phase = (
-        CFG.d(CFG.moe.window).total_seconds
+        CFG.scaled(CFG.moe.window).total_seconds
         + 2 * Duration.parse(EXPORTER_SCRAPE).total_seconds
-        + 2 * CFG.d(CFG.intervals.evaluation).total_seconds
+        + 2 * CFG.scaled(CFG.intervals.evaluation).total_seconds
     )
 
     def under_traffic(prompt: Callable[[], Any]) -> dict[str, float]:

@@ -6,7 +6,7 @@ scrape health (``up``) is read under the exporters' selectors.
 
 from __future__ import annotations
 
-from infersight import promql as q
+from infersight import promql
 from infersight.alerts.common import num, tuned_alert
 from infersight.config import Config
 from infersight.rules import Alert, RuleGroup
@@ -18,8 +18,8 @@ ERRORS = "InfersightExporterErrors"
 
 def _down(cfg: Config) -> Alert:
     a = cfg.exporters.alerts.down
-    scrapes = [f"{q.series('up', sel)} == 0" for sel in (cfg.selectors.gpu_exporter, cfg.selectors.moe_exporter)]
-    expr = "\nor\n".join([*scrapes, f"{q.series('infersight_exporter_up')} == 0"])
+    scrapes = [f"{promql.series('up', sel)} == 0" for sel in (cfg.selectors.gpu_exporter, cfg.selectors.moe_exporter)]
+    expr = "\nor\n".join([*scrapes, f"{promql.series('infersight_exporter_up')} == 0"])
     return tuned_alert(
         cfg,
         "exporter",
@@ -28,20 +28,20 @@ def _down(cfg: Config) -> Alert:
         expr,
         "An infersight exporter is down.",
         "Exporter {{ $labels.job }} at {{ $labels.instance }}{{ with $labels.exporter }} ({{ . }}){{ end }} "
-        f"has been down for {cfg.d(a.for_)}: it cannot be scraped, or its own collection fails; "
+        f"has been down for {cfg.scaled(a.for_)}: it cannot be scraped, or its own collection fails; "
         "the series it provides are missing or frozen.",
     )
 
 
 def _stale(cfg: Config) -> Alert:
     a = cfg.exporters.alerts.stale
-    after = cfg.d(a.after)
+    after = cfg.scaled(a.after)
     return tuned_alert(
         cfg,
         "exporter",
         STALE,
         a,
-        f"time() - {q.series('infersight_exporter_last_success_timestamp_seconds')} > {num(after.total_seconds)}",
+        f"time() - {promql.series('infersight_exporter_last_success_timestamp_seconds')} > {num(after.total_seconds)}",
         "An infersight exporter serves stale data.",
         "The {{ $labels.exporter }} exporter at {{ $labels.instance }} (job {{ $labels.job }}) last collected "
         f"successfully {{{{ $value | humanizeDuration }}}} ago (limit {after}): its series are frozen.",
@@ -50,9 +50,9 @@ def _stale(cfg: Config) -> Alert:
 
 def _errors(cfg: Config) -> Alert:
     a = cfg.exporters.alerts.errors
-    w = cfg.d(a.window)
-    errors = q.sum_by(
-        ("job", "instance", "exporter", "kind"), q.range_fn("increase", "infersight_exporter_errors_total", w)
+    w = cfg.scaled(a.window)
+    errors = promql.sum_by(
+        ("job", "instance", "exporter", "kind"), promql.range_fn("increase", "infersight_exporter_errors_total", w)
     )
     return tuned_alert(
         cfg,
@@ -63,7 +63,7 @@ def _errors(cfg: Config) -> Alert:
         "An infersight exporter keeps failing to collect.",
         "The {{ $labels.exporter }} exporter at {{ $labels.instance }} (job {{ $labels.job }}) counted "
         f'{{{{ $value | printf "%.0f" }}}} {{{{ $labels.kind }}}} errors in the last {w}, and has kept erroring '
-        f"for {cfg.d(a.for_)}.",
+        f"for {cfg.scaled(a.for_)}.",
     )
 
 
@@ -71,4 +71,4 @@ def groups(cfg: Config) -> list[RuleGroup]:
     a = cfg.exporters.alerts
     builders = ((a.down, _down), (a.stale, _stale), (a.errors, _errors))
     alerts = tuple(build(cfg) for rule, build in builders if rule.enabled)
-    return [RuleGroup("infersight-exporters.alerts", cfg.d(cfg.intervals.evaluation), alerts)]
+    return [RuleGroup("infersight-exporters.alerts", cfg.scaled(cfg.intervals.evaluation), alerts)]

@@ -11,7 +11,7 @@ import pytest
 from infersight.config import parse_config
 from tests.promtool_runner import promtool_test
 
-TEST_FILE = Path(__file__).parent / "promtool" / "exporters.test.yaml"
+TEST_FILE = Path(__file__).parent / "promtool" / "exporter_health.test.yaml"
 
 
 def test_exporter_alerts_pass_promtool_unit_tests(tmp_path: Path) -> None:

@@ -1,0 +1,119 @@
+"""The packs: every unit of monitoring the bundle is made of, listed in one place.
+
+A pack is one concern of running vLLM (serving, the KV cache, MoE experts, GPUs, the health of
+infersight's own exporters). It contributes recording-rule groups, alert groups and dashboards,
+each a pure function of the config, and reads a declared set of catalogued metrics from its own
+section of infersight.yaml. The bundle builds exactly the packs listed in :data:`PACKS`, in that
+order; there is no discovery by module name, so a reader (or a type checker) can follow the build
+into every builder from here. ``docs/architecture.md`` says how to add a pack.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from infersight.alerts import exporter_health as exporter_health_alerts
+from infersight.alerts import gpu as gpu_alerts
+from infersight.alerts import kv_cache as kv_cache_alerts
+from infersight.alerts import moe as moe_alerts
+from infersight.alerts import serving as serving_alerts
+from infersight.config import Config
+from infersight.dashboards import gpu as gpu_dashboards
+from infersight.dashboards import kv_cache as kv_cache_dashboards
+from infersight.dashboards import moe as moe_dashboards
+from infersight.dashboards import serving as serving_dashboards
+from infersight.recording_rules import gpu as gpu_rules
+from infersight.recording_rules import kv_cache as kv_cache_rules
+from infersight.recording_rules import moe as moe_rules
+from infersight.recording_rules import serving as serving_rules
+from infersight.rules import RuleGroup
+
+GroupsBuilder = Callable[[Config], list[RuleGroup]]
+DashboardsBuilder = Callable[[Config], dict[str, dict[str, Any]]]
+
+# The two kinds of rule file a pack may write: recording_rules/<pack>.yaml and alerts/<pack>.yaml.
+RULE_KINDS = ("recording_rules", "alerts")
+
+
+@dataclass(frozen=True)
+class Pack:
+    name: str  # the bundle's files are named after it: alerts/<name>.yaml
+    config_sections: tuple[str, ...]  # top-level keys of infersight.yaml whose settings it reads
+    reads: frozenset[str]  # catalog metric names its expressions select (tests hold it to this)
+    recording_groups: GroupsBuilder | None = None
+    alert_groups: GroupsBuilder | None = None
+    dashboards: DashboardsBuilder | None = None
+
+    def groups(self, kind: str) -> GroupsBuilder | None:
+        """The builder of one rule kind ("recording_rules" or "alerts"), None when the pack has none."""
+        if kind not in RULE_KINDS:
+            raise ValueError(f"rule kind {kind!r} is not one of {RULE_KINDS}")
+        return self.recording_groups if kind == "recording_rules" else self.alert_groups
+
+
+_VLLM_SERVING = frozenset(
+    {
+        "vllm:request_success_total",
+        "vllm:time_to_first_token_seconds",
+        "vllm:inter_token_latency_seconds",
+        "vllm:e2e_request_latency_seconds",
+        "vllm:num_requests_running",
+        "vllm:num_requests_waiting",
+        "vllm:num_preemptions_total",
+        "vllm:prompt_tokens_total",
+        "vllm:generation_tokens_total",
+        "vllm:kv_cache_usage_perc",
+        "http_requests_total",
+        "up",
+    }
+)
+
+PACKS: tuple[Pack, ...] = (
+    Pack(
+        "serving",
+        config_sections=("selectors", "intervals", "buckets", "slo", "alerts", "dashboards"),
+        reads=_VLLM_SERVING,
+        recording_groups=serving_rules.groups,
+        alert_groups=serving_alerts.groups,
+        dashboards=serving_dashboards.dashboards,
+    ),
+    Pack(
+        "kv_cache",
+        config_sections=("kv_cache",),
+        reads=frozenset(),
+        recording_groups=kv_cache_rules.groups,
+        alert_groups=kv_cache_alerts.groups,
+        dashboards=kv_cache_dashboards.dashboards,
+    ),
+    Pack(
+        "moe",
+        config_sections=("moe",),
+        reads=frozenset(),
+        recording_groups=moe_rules.groups,
+        alert_groups=moe_alerts.groups,
+        dashboards=moe_dashboards.dashboards,
+    ),
+    Pack(
+        "gpu",
+        config_sections=("gpu",),
+        reads=frozenset(),
+        recording_groups=gpu_rules.groups,
+        alert_groups=gpu_alerts.groups,
+        dashboards=gpu_dashboards.dashboards,
+    ),
+    Pack(
+        "exporter_health",
+        config_sections=("exporters",),
+        reads=frozenset(),
+        alert_groups=exporter_health_alerts.groups,
+    ),
+)
+
+
+def by_name(name: str) -> Pack:
+    for pack in PACKS:
+        if pack.name == name:
+            return pack
+    raise KeyError(f"no pack named {name!r}; the packs are {[p.name for p in PACKS]}")
