@@ -7,6 +7,9 @@ as YAML, dashboards as JSON and, unless asked not to, the deploy stage's ``deplo
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 from infersight import deploy
@@ -24,9 +27,53 @@ def render(bundle: Bundle, *, with_deploy: bool = True) -> dict[str, str]:
     return dict(sorted(files.items()))
 
 
+def owned_folders(files: dict[str, str]) -> list[str]:
+    """The top-level folders of ``out`` that the bundle owns whole (alerts/, dashboards/, ...)."""
+    return sorted({rel.split("/")[0] for rel in files})
+
+
 def write(files: dict[str, str], out: Path) -> None:
-    for rel, text in files.items():
-        write_atomic(out / rel, text)
+    """Replace the folders the bundle owns under ``out`` with exactly ``files``.
+
+    The new folders are written completely beside the old ones first, then swapped in folder by
+    folder; if anything fails (a write, a rename, an interrupt) every folder already swapped is
+    put back, so ``out`` holds either the whole old bundle or the whole new one. Files the build no
+    longer produces disappear with their old folder; anything else in ``out`` is left alone.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".infersight-new-", dir=out))
+    retired = Path(tempfile.mkdtemp(prefix=".infersight-old-", dir=out))
+    swapped: list[str] = []
+    try:
+        for rel, text in files.items():
+            write_atomic(staging / rel, text)
+        for top in owned_folders(files):
+            if os.path.lexists(out / top):
+                os.replace(out / top, retired / top)
+            swapped.append(top)
+            os.replace(staging / top, out / top)
+    except BaseException:
+        for top in reversed(swapped):
+            _put_back(top, out, staging, retired)
+        raise
+    finally:
+        _remove(staging)
+        _remove(retired)
+
+
+def _put_back(top: str, out: Path, staging: Path, retired: Path) -> None:
+    """Undo one folder's swap: drop the new folder if it went in, return the old one if there was one."""
+    if os.path.lexists(retired / top) or not os.path.lexists(staging / top):
+        _remove(out / top)
+    if os.path.lexists(retired / top):
+        os.replace(retired / top, out / top)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    elif os.path.lexists(path):
+        path.unlink()
 
 
 def rule_file_paths(bundle: Bundle, out: Path) -> list[Path]:
@@ -39,7 +86,7 @@ def stale_files(files: dict[str, str], out: Path) -> list[str]:
     stale = []
     for rel, text in files.items():
         target = out / rel
-        if not target.is_file() or target.read_text(encoding="utf-8") != text:
+        if not target.is_file() or target.read_bytes() != text.encode("utf-8"):
             stale.append(rel)
     owned_dirs = {Path(rel).parts[0] for rel in files}
     if out.is_dir():

@@ -37,10 +37,17 @@ def template_text() -> str:
 
 def run_init(args: argparse.Namespace) -> int:
     path: Path = args.path
+    if path.is_dir():
+        print(f"infersight init: {path} is a folder; give the path of the file to write", file=sys.stderr)
+        return 2
     if path.exists() and not args.force:
         print(f"infersight init: {path} exists; pass --force to overwrite it", file=sys.stderr)
         return 2
-    write_atomic(path, template_text())
+    try:
+        write_atomic(path, template_text())
+    except OSError as exc:
+        print(f"infersight init: cannot write {path}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
     print(f"wrote {path}")
     return 0
 
@@ -63,6 +70,15 @@ def run_build(args: argparse.Namespace) -> int:
             return 1
         print(f"{args.check} is up to date ({len(files)} files)")
         return 0
-    bundle_files.write(files, args.out)
-    print(f"wrote {len(files)} files to {args.out}")
+    out: Path = args.out
+    if out.exists() and not out.is_dir():
+        print(f"infersight build: --out {out} is not a folder; give a folder to write the bundle into", file=sys.stderr)
+        return 1
+    try:
+        bundle_files.write(files, out)
+    except OSError as exc:
+        where = exc.filename or out
+        print(f"infersight build: cannot write {where}: {exc.strerror or exc}; {out} is unchanged", file=sys.stderr)
+        return 1
+    print(f"wrote {len(files)} files to {out}")
     return 0
