@@ -82,7 +82,22 @@ PACKS: tuple[Pack, ...] = (
     Pack(
         "kv_cache",
         config_sections=("kv_cache",),
-        reads=frozenset(),
+        reads=frozenset(
+            {
+                "vllm:admission_rejections_total",
+                "vllm:iteration_tokens_total",
+                "vllm:kv_cache_usage_perc",
+                "vllm:num_preemptions_total",
+                "vllm:num_requests_waiting",
+                "vllm:num_requests_waiting_by_reason",
+                "vllm:prefix_cache_hits_total",
+                "vllm:prefix_cache_queries_total",
+                "vllm:request_decode_time_seconds",
+                "vllm:request_num_preemptions",
+                "vllm:request_prefill_time_seconds",
+                "vllm:request_queue_time_seconds",
+            }
+        ),
         recording_groups=kv_cache_rules.groups,
         alert_groups=kv_cache_alerts.groups,
         dashboards=kv_cache_dashboards.dashboards,
@@ -90,7 +105,11 @@ PACKS: tuple[Pack, ...] = (
     Pack(
         "moe",
         config_sections=("moe",),
-        reads=frozenset(),
+        reads=frozenset(
+            {
+                "infersight_moe_expert_tokens_total",
+            }
+        ),
         recording_groups=moe_rules.groups,
         alert_groups=moe_alerts.groups,
         dashboards=moe_dashboards.dashboards,
@@ -98,7 +117,29 @@ PACKS: tuple[Pack, ...] = (
     Pack(
         "gpu",
         config_sections=("gpu",),
-        reads=frozenset(),
+        reads=frozenset(
+            {
+                "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
+                "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+                "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
+                "DCGM_FI_DEV_FB_FREE",
+                "DCGM_FI_DEV_FB_RESERVED",
+                "DCGM_FI_DEV_FB_TOTAL",
+                "DCGM_FI_DEV_FB_USED",
+                "DCGM_FI_DEV_GPU_TEMP",
+                "DCGM_FI_DEV_GPU_UTIL",
+                "DCGM_FI_DEV_MEMORY_TEMP",
+                "DCGM_FI_DEV_MEM_CLOCK",
+                "DCGM_FI_DEV_MEM_COPY_UTIL",
+                "DCGM_FI_DEV_POWER_USAGE",
+                "DCGM_FI_DEV_SM_CLOCK",
+                "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+                "DCGM_FI_DEV_XID_ERRORS",
+                "infersight_gpu_process_memory_bytes",
+                "process_start_time_seconds",
+                "up",
+            }
+        ),
         recording_groups=gpu_rules.groups,
         alert_groups=gpu_alerts.groups,
         dashboards=gpu_dashboards.dashboards,
@@ -106,7 +147,14 @@ PACKS: tuple[Pack, ...] = (
     Pack(
         "exporter_health",
         config_sections=("exporters",),
-        reads=frozenset(),
+        reads=frozenset(
+            {
+                "infersight_exporter_errors_total",
+                "infersight_exporter_last_success_timestamp_seconds",
+                "infersight_exporter_up",
+                "up",
+            }
+        ),
         alert_groups=exporter_health_alerts.groups,
     ),
 )
