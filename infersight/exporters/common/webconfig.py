@@ -12,7 +12,7 @@
       prometheus: $2b$12$...          # bcrypt hash (htpasswd -nBC 12 '' | tr -d ':\\n')
 
 Loading checks everything an operator can get wrong (unknown keys, half a key pair, unreadable or
-mismatched certificates, hashes that are not bcrypt, options Python's ssl cannot honour) and raises
+mismatched certificates, hashes bcrypt would refuse, options Python's ssl cannot honour) and raises
 ``WebConfigError`` naming each bad key, what it held and what is allowed. Nothing is silently ignored:
 a security setting that cannot be enforced is an error, not a no-op. (``http2`` is accepted and
 has no effect: this server speaks HTTP/1.1, which every Prometheus scrapes.)
@@ -28,6 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import bcrypt
 
 from infersight.exporters.common.errors import InputFileError
 from infersight.inputs import read_yaml
@@ -66,7 +68,8 @@ CLIENT_AUTH = {
     "VerifyClientCertIfGiven": ssl.CERT_OPTIONAL,
     "RequireAndVerifyClientCert": ssl.CERT_REQUIRED,
 }
-_BCRYPT = re.compile(r"^\$2[aby]\$\d{2}\$[./A-Za-z0-9]{53}$")
+_BCRYPT = re.compile(r"^\$2[aby]\$(?P<cost>\d{2})\$(?P<salt>[./A-Za-z0-9]{22})[./A-Za-z0-9]{31}$")
+BCRYPT_COSTS = range(4, 32)
 _USERNAME = re.compile(r"^[^:\s]{1,128}$")
 
 
@@ -192,12 +195,27 @@ def _parse_users(problems: list[tuple[str, str]], data: Mapping[str, Any]) -> di
         path = f"basic_auth_users.{name}"
         if not isinstance(name, str) or not _USERNAME.match(name):
             problems.append((path, "user names must be 1-128 characters without ':' or spaces"))
-        elif not isinstance(hashed, str) or not _BCRYPT.match(hashed):
-            # Never echo the value: it may be a plaintext password pasted by mistake.
-            problems.append((path, "must be a bcrypt hash ($2a$/$2b$/$2y$, 60 characters), not a plain password"))
+        elif (problem := _bcrypt_problem(hashed)) is not None:
+            problems.append((path, problem))
         else:
             users[name] = hashed.encode("ascii")
     return users
+
+
+def _bcrypt_problem(hashed: Any) -> str | None:
+    """Why bcrypt would refuse this hash at every request, or None. Never echoes the value: it may be
+    a plaintext password pasted by mistake."""
+    match = _BCRYPT.match(hashed) if isinstance(hashed, str) else None
+    if match is None:
+        return "must be a bcrypt hash ($2a$/$2b$/$2y$, 60 characters), not a plain password"
+    cost = match["cost"]
+    if int(cost) not in BCRYPT_COSTS:
+        return f"bcrypt cost {cost} is outside 04 to 31; make a new hash (htpasswd -nBC 12 '')"
+    try:  # the salt's rules are bcrypt's own; ask it, at the lowest cost rather than this hash's
+        bcrypt.hashpw(b"", f"$2b$04${match['salt']}".encode("ascii"))
+    except ValueError:
+        return "bcrypt refuses this hash's salt (malformed); make a new hash (htpasswd -nBC 12 '')"
+    return None
 
 
 def _parse_headers(problems: list[tuple[str, str]], data: Mapping[str, Any]) -> dict[str, str]:
