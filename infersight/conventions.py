@@ -11,6 +11,7 @@ conventions apart from its generators).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from infersight.durations import Duration
@@ -60,7 +61,7 @@ def runbook_url(base: str, alert: str) -> str:
     return f"{base}#{alert.lower()}"
 
 
-def split_groups(name: str, interval: Duration, rules: list[RecordingRule | Alert]) -> list[RuleGroup]:
+def split_groups(name: str, interval: Duration, rules: Sequence[RecordingRule | Alert]) -> list[RuleGroup]:
     """One group ``<name>.rules``, or ``<name>-1.rules``, ``<name>-2.rules``... when it is too big.
     Order is kept, so a rule still follows the rules it reads."""
     size = MAX_RULES_PER_GROUP

@@ -20,8 +20,8 @@ THRASH = "InfersightVLLMKVCacheThrash"
 def _saturation(cfg: Config) -> Alert:
     a = cfg.kv_cache.alerts.saturation
     expr = (
-        f"{kv_rules.usage_avg(cfg)} > {num(a.usage_threshold)}\nand {on(kv_rules.ENGINE)}\n(\n"
-        f"  {kv_rules.engine_preemptions(cfg)} > {num(a.preemptions_per_second)}\n  or {on(kv_rules.ENGINE)}\n"
+        f"{kv_rules.usage_avg(cfg)} > {num(a.usage_threshold)}\nand {on(conventions.ENGINE)}\n(\n"
+        f"  {kv_rules.engine_preemptions(cfg)} > {num(a.preemptions_per_second)}\n  or {on(conventions.ENGINE)}\n"
         f"  {kv_rules.queue_growth(cfg)} > {num(a.queue_growth_per_second)}\n)"
     )
     return tuned_alert(
@@ -70,7 +70,7 @@ def _prefix_collapse(cfg: Config) -> Alert:
     a = cfg.kv_cache.alerts.prefix_collapse
     baseline = f"({kv_rules.prefix_hit_ratio(a.baseline_window)} offset {cfg.scaled(a.baseline_offset)})"
     current = kv_rules.prefix_hit_ratio(cfg.intervals.rate)
-    by_instance = on(kv_rules.INSTANCE)
+    by_instance = on(conventions.INSTANCE)
     expr = (
         f"{current}\n< {num(1 - a.drop_fraction)} * {baseline}\n"
         f"and {by_instance}\n{baseline} > {num(a.min_baseline_ratio)}\n"
@@ -92,7 +92,7 @@ def _prefix_collapse(cfg: Config) -> Alert:
 def _thrash(cfg: Config) -> Alert:
     a = cfg.kv_cache.alerts.thrash
     expr = (
-        f"{kv_rules.usage_stddev(cfg)} > {num(a.usage_stddev)}\nand {on(kv_rules.ENGINE)}\n"
+        f"{kv_rules.usage_stddev(cfg)} > {num(a.usage_stddev)}\nand {on(conventions.ENGINE)}\n"
         f"{kv_rules.engine_preemptions(cfg)} > {num(a.preemptions_per_second)}"
     )
     return tuned_alert(

@@ -163,7 +163,7 @@ def _phases(cfg: Config) -> Section:
                     promql.recorded(conventions.quantile(cfg, metric, "model", qv), MODEL_FILTERS),
                     f"p{round(qv * 100)} {{{{model_name}}}}",
                 )
-                for qv in kv_rules.QUANTILES
+                for qv in conventions.QUANTILES
             ],
             width=8,
         )

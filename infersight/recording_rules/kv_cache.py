@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from infersight import conventions, promql
 from infersight.config import Config
+from infersight.conventions import ENGINE, INSTANCE, MODEL, QUANTILES
 from infersight.durations import Duration
 from infersight.recording_rules import serving as serving_rules
-from infersight.rules import Alert, RecordingRule, RuleGroup
+from infersight.recording_rules.histograms import quantile_rules
+from infersight.rules import RecordingRule, RuleGroup
 
-ENGINE, INSTANCE, MODEL = conventions.ENGINE, conventions.INSTANCE, conventions.MODEL
 KV_USAGE = "vllm:kv_cache_usage_perc"
-QUANTILES = conventions.QUANTILES
 
 # Request-phase histograms: (catalog name, title used by the dashboard).
 PHASE_HISTOGRAMS = (
@@ -160,27 +160,6 @@ def _prefix_rules(cfg: Config) -> list[RecordingRule]:
     return rules
 
 
-def histogram_rules(cfg: Config, metric: str, quantiles: tuple[float, ...]) -> list[RecordingRule]:
-    """Bucket rates per instance and model, then quantiles of each (serving's naming)."""
-    w = cfg.scaled(cfg.intervals.rate)
-    sel = cfg.selectors.vllm
-    instance_buckets = conventions.bucket_rate(cfg, metric, "instance")
-    model_buckets = conventions.bucket_rate(cfg, metric, "model")
-    rules = [
-        RecordingRule(instance_buckets, promql.sum_by((*INSTANCE, "le"), promql.rate(metric, w, sel, "_bucket"))),
-        RecordingRule(model_buckets, promql.sum_by((*MODEL, "le"), promql.recorded(instance_buckets))),
-    ]
-    for level, by, buckets in (("instance", INSTANCE, instance_buckets), ("model", MODEL, model_buckets)):
-        rules += [
-            RecordingRule(
-                conventions.quantile(cfg, metric, level, qv),
-                promql.quantile_from_buckets(qv, by, promql.recorded(buckets)),
-            )
-            for qv in quantiles
-        ]
-    return rules
-
-
 def _phase_group_name(metric: str) -> str:
     """vllm:request_queue_time_seconds -> infersight-kv-cache-queue-time"""
     phase = metric.removeprefix("vllm:request_").removesuffix("_seconds").replace("_", "-")
@@ -191,11 +170,11 @@ def groups(cfg: Config) -> list[RuleGroup]:
     """One group for usage, scheduler and prefix cache, one for batch fill and one per request-phase
     histogram: each within a Mimir ruler's 20 rules per group; no rule reads a later group of this pack."""
     interval = cfg.scaled(cfg.intervals.evaluation)
-    rules: list[RecordingRule | Alert] = [*_usage_rules(cfg), *_scheduler_rules(cfg), *_prefix_rules(cfg)]
+    rules = [*_usage_rules(cfg), *_scheduler_rules(cfg), *_prefix_rules(cfg)]
     out = conventions.split_groups("infersight-kv-cache", interval, rules)
     out += conventions.split_groups(
-        "infersight-kv-cache-batch", interval, [*histogram_rules(cfg, BATCH_TOKENS, BATCH_QUANTILES)]
+        "infersight-kv-cache-batch", interval, quantile_rules(cfg, BATCH_TOKENS, BATCH_QUANTILES)
     )
     for metric, _ in PHASE_HISTOGRAMS:
-        out += conventions.split_groups(_phase_group_name(metric), interval, [*histogram_rules(cfg, metric, QUANTILES)])
+        out += conventions.split_groups(_phase_group_name(metric), interval, quantile_rules(cfg, metric, QUANTILES))
     return out

@@ -7,23 +7,23 @@ model_name); ``engine`` keeps vLLM's data-parallel rank. Names carry the nominal
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from infersight import promql
-from infersight.config import Config
+from infersight.config import Config, SLOOverride
 from infersight.conventions import (
     ENGINE,
     INSTANCE,
     MODEL,
     QUANTILES,
-    bucket_rate,
     gauge_sum,
     op_rate,
-    quantile,
     record_name,
     split_groups,
 )
 from infersight.durations import Duration
+from infersight.recording_rules.histograms import quantile_rules
 from infersight.rules import Alert, RecordingRule, RuleGroup
 
 # Histograms whose quantiles the overview shows; (catalog name, short name used in titles).
@@ -90,56 +90,72 @@ def bad_reasons(cfg: Config) -> str:
     return promql.label_matcher("finished_reason", "=~", promql.alternation(cfg.slo.availability.bad_finished_reasons))
 
 
+@dataclass(frozen=True)
+class _SLODefinition:
+    """One SLO as configured: its default objective and threshold, and what a model's override sets."""
+
+    name: str
+    title: str
+    metric: str
+    enabled: bool
+    objective: float
+    threshold: float | None  # seconds, for latency SLOs
+    # (objective, threshold) a model's override sets; None inherits the default.
+    overridden: Callable[[SLOOverride], tuple[float | None, float | None]]
+
+
+def _definitions(cfg: Config) -> tuple[_SLODefinition, ...]:
+    availability, ttft, itl = cfg.slo.availability, cfg.slo.ttft, cfg.slo.itl
+    return (
+        _SLODefinition(
+            "availability",
+            "Availability",
+            "vllm:request_success_total",
+            availability.enabled,
+            availability.objective,
+            None,
+            lambda override: (override.availability_objective, None),
+        ),
+        _SLODefinition(
+            "ttft",
+            "TTFT",
+            "vllm:time_to_first_token_seconds",
+            ttft.enabled,
+            ttft.objective,
+            ttft.threshold_seconds,
+            lambda override: (override.ttft_objective, override.ttft_threshold_seconds),
+        ),
+        _SLODefinition(
+            "itl",
+            "ITL",
+            "vllm:inter_token_latency_seconds",
+            itl.enabled,
+            itl.objective,
+            itl.threshold_seconds,
+            lambda override: (override.itl_objective, override.itl_threshold_seconds),
+        ),
+    )
+
+
 def slo_specs(cfg: Config) -> list[SLOSpec]:
     """The enabled SLOs, each split into cohorts by per-model overrides."""
     overrides = cfg.slo.overrides
     default_matcher = promql.label_matcher("model_name", "!~", promql.alternation(overrides)) if overrides else None
     specs: list[SLOSpec] = []
-    table = (
-        (
-            "availability",
-            "Availability",
-            "vllm:request_success_total",
-            cfg.slo.availability.enabled,
-            cfg.slo.availability.objective,
-            None,
-            "availability_objective",
-            None,
-        ),
-        (
-            "ttft",
-            "TTFT",
-            "vllm:time_to_first_token_seconds",
-            cfg.slo.ttft.enabled,
-            cfg.slo.ttft.objective,
-            cfg.slo.ttft.threshold_seconds,
-            "ttft_objective",
-            "ttft_threshold_seconds",
-        ),
-        (
-            "itl",
-            "ITL",
-            "vllm:inter_token_latency_seconds",
-            cfg.slo.itl.enabled,
-            cfg.slo.itl.objective,
-            cfg.slo.itl.threshold_seconds,
-            "itl_objective",
-            "itl_threshold_seconds",
-        ),
-    )
-    for name, title, metric, enabled, objective, threshold, obj_key, thr_key in table:
-        if not enabled:
+    for slo in _definitions(cfg):
+        if not slo.enabled:
             continue
-        cohorts = [Cohort(default_matcher, objective, threshold)]
-        for model, o in sorted(overrides.items()):
+        cohorts = [Cohort(default_matcher, slo.objective, slo.threshold)]
+        for model, override in sorted(overrides.items()):
+            objective, threshold = slo.overridden(override)
             cohorts.append(
                 Cohort(
                     promql.label_matcher("model_name", "=", model),
-                    getattr(o, obj_key) or objective,
-                    (getattr(o, thr_key) or threshold) if thr_key else None,
+                    objective or slo.objective,
+                    threshold or slo.threshold,
                 )
             )
-        specs.append(SLOSpec(name, title, metric, tuple(cohorts)))
+        specs.append(SLOSpec(slo.name, slo.title, slo.metric, tuple(cohorts)))
     return specs
 
 
@@ -248,34 +264,11 @@ def _golden_rules(cfg: Config) -> list[RecordingRule | Alert]:
     return rules
 
 
-def _latency_rules(cfg: Config, metric: str) -> list[RecordingRule | Alert]:
-    w = cfg.scaled(cfg.intervals.rate)
-    rules: list[RecordingRule | Alert] = [
-        RecordingRule(
-            bucket_rate(cfg, metric, "instance"),
-            promql.sum_by((*INSTANCE, "le"), promql.rate(metric, w, cfg.selectors.vllm, "_bucket")),
-        ),
-        RecordingRule(
-            bucket_rate(cfg, metric, "model"),
-            promql.sum_by((*MODEL, "le"), promql.recorded(bucket_rate(cfg, metric, "instance"))),
-        ),
-    ]
-    for level, by in (("instance", INSTANCE), ("model", MODEL)):
-        for qv in QUANTILES:
-            rules.append(
-                RecordingRule(
-                    quantile(cfg, metric, level, qv),
-                    promql.quantile_from_buckets(qv, by, promql.recorded(bucket_rate(cfg, metric, level))),
-                )
-            )
-    return rules
-
-
 def groups(cfg: Config) -> list[RuleGroup]:
     interval = cfg.scaled(cfg.intervals.evaluation)
     out = split_groups("infersight-serving", interval, _golden_rules(cfg))
     for metric, short in LATENCY_HISTOGRAMS:
-        out += split_groups(f"infersight-serving-{short.lower()}", interval, _latency_rules(cfg, metric))
+        out += split_groups(f"infersight-serving-{short.lower()}", interval, quantile_rules(cfg, metric, QUANTILES))
     for spec in slo_specs(cfg):
         out += split_groups(f"infersight-serving-slo-{spec.name}", interval, _slo_rules(cfg, spec))
     return out
