@@ -46,7 +46,7 @@ def write(files: dict[str, str], out: Path) -> None:
     swapped: list[str] = []
     try:
         for rel, text in files.items():
-            write_atomic(staging / rel, text)
+            write_atomic(staging / rel, text, secret=rel in deploy.SECRET_PATHS)
         for top in owned_folders(files):
             if os.path.lexists(out / top):
                 os.replace(out / top, retired / top)

@@ -16,6 +16,9 @@ from infersight.bundle import Bundle
 from infersight.deploy import alertmanager, grafana, helm, kubernetes, mixin, otelcol, prometheus
 from infersight.output import dump_yaml
 
+# Files of the deploy/ tree that hold secrets (Alertmanager's webhook URLs): written 0600.
+SECRET_PATHS = frozenset({alertmanager.PATH, helm.ALERTMANAGER_VALUES_PATH})
+
 
 def _yaml(data: Any, header: str) -> str:
     # A JSON round trip drops shared references, which YAML would print as anchors and aliases.
