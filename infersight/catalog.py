@@ -139,7 +139,7 @@ REQUEST_PHASE_BUCKETS = (
 )
 
 _ENGINE = ("model_name", "engine")
-_V1 = ">=0.10"
+_VLLM_V1_VERSIONS = ">=0.10"
 
 
 def _vllm(
@@ -149,7 +149,7 @@ def _vllm(
     *,
     labels: tuple[str, ...] = (),
     unit: str = "",
-    versions: str = _V1,
+    versions: str = _VLLM_V1_VERSIONS,
     aliases: tuple[Alias, ...] = (),
     buckets: tuple[float, ...] = (),
 ) -> Metric:

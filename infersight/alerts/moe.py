@@ -6,7 +6,7 @@ from __future__ import annotations
 from infersight import promql
 from infersight.alerts.common import num, on, tuned_alert
 from infersight.config import Config
-from infersight.recording_rules import moe
+from infersight.recording_rules import moe as moe_rules
 from infersight.rules import Alert, RuleGroup
 
 IMBALANCE = "InfersightMoEExpertImbalance"
@@ -17,9 +17,8 @@ METRICS_ABSENT = "InfersightMoEExpertLoadAbsent"
 def layer_has_traffic(cfg: Config) -> str:
     """Layers where each expert would expect enough tokens in the window to judge its share."""
     seconds = cfg.scaled(cfg.moe.window).total_seconds
-    return (
-        f"and {on(moe.LAYER)}\n{moe.layer_mean(cfg)} * {num(seconds)} >= {num(cfg.moe.min_expected_tokens_per_expert)}"
-    )
+    expected_tokens = f"{moe_rules.layer_mean(cfg)} * {num(seconds)}"
+    return f"and {on(moe_rules.LAYER)}\n{expected_tokens} >= {num(cfg.moe.min_expected_tokens_per_expert)}"
 
 
 def _imbalance(cfg: Config) -> Alert:
@@ -29,7 +28,7 @@ def _imbalance(cfg: Config) -> Alert:
         "moe",
         IMBALANCE,
         a,
-        f"{moe.share_variance(cfg)} > {num(a.variance_threshold)}\n{layer_has_traffic(cfg)}",
+        f"{moe_rules.share_variance(cfg)} > {num(a.variance_threshold)}\n{layer_has_traffic(cfg)}",
         "Tokens are persistently routed unevenly across the experts of an MoE layer.",
         "Layer {{ $labels.layer }} of {{ $labels.model_name }} (job {{ $labels.job }}): the variance of "
         f'per-expert load shares is {{{{ $value | printf "%.4f" }}}} over {cfg.scaled(cfg.moe.window)} '
@@ -44,7 +43,7 @@ def _dead_expert(cfg: Config) -> Alert:
         "moe",
         DEAD_EXPERT,
         a,
-        f"{moe.expert_rate(cfg)} == 0\n{layer_has_traffic(cfg)}",
+        f"{moe_rules.expert_rate(cfg)} == 0\n{layer_has_traffic(cfg)}",
         "An MoE expert receives no tokens while its layer has traffic.",
         "Expert {{ $labels.expert }} of layer {{ $labels.layer }} ({{ $labels.model_name }}, job "
         f"{{{{ $labels.job }}}}) received no tokens in {cfg.scaled(cfg.moe.window)} while the layer's other experts "
@@ -66,7 +65,7 @@ def _absent(cfg: Config) -> Alert:
     exported = promql.agg(
         "group",
         ("model_name",),
-        promql.over_time("present", promql.series(moe.TOKENS, cfg.selectors.moe_exporter), cfg.moe.window),
+        promql.over_time("present", promql.series(moe_rules.TOKENS, cfg.selectors.moe_exporter), cfg.moe.window),
     )
     return tuned_alert(
         cfg,

@@ -28,8 +28,8 @@ from grafana_foundation_sdk.builders.stat import Panel as StatPanel
 from grafana_foundation_sdk.builders.timeseries import Panel as TimeseriesPanel
 from grafana_foundation_sdk.cog.builder import Builder
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
-from grafana_foundation_sdk.models import dashboard as dm
-from grafana_foundation_sdk.models import heatmap as hm
+from grafana_foundation_sdk.models import dashboard as dashboard_model
+from grafana_foundation_sdk.models import heatmap as heatmap_model
 from grafana_foundation_sdk.models.common import (
     BigValueGraphMode,
     DataSourceRef,
@@ -74,13 +74,19 @@ def _targets(queries: Sequence[Query]) -> list[Builder[Any]]:
 
 
 def _thresholds(steps: Sequence[tuple[float | None, str]]) -> ThresholdsConfig:
-    return ThresholdsConfig().mode(dm.ThresholdsMode.ABSOLUTE).steps([dm.Threshold(value=v, color=c) for v, c in steps])
+    return (
+        ThresholdsConfig()
+        .mode(dashboard_model.ThresholdsMode.ABSOLUTE)
+        .steps([dashboard_model.Threshold(value=v, color=c) for v, c in steps])
+    )
 
 
-P = TypeVar("P", TimeseriesPanel, StatPanel, HeatmapPanel)
+AnyPanel = TypeVar("AnyPanel", TimeseriesPanel, StatPanel, HeatmapPanel)
 
 
-def _basics(panel: P, title: str, description: str, unit: str, queries: Sequence[Query], width: int, height: int) -> P:
+def _basics(
+    panel: AnyPanel, title: str, description: str, unit: str, queries: Sequence[Query], width: int, height: int
+) -> AnyPanel:
     """What every panel carries: title, description, unit, the $datasource and a grid size."""
     return (
         panel.title(title)
@@ -161,10 +167,10 @@ def heatmap(
     Nothing is re-binned (calculate off): the rows are the series, e.g. one per expert."""
     color = (
         HeatmapColorOptions()
-        .mode(hm.HeatmapColorMode.SCHEME)
+        .mode(heatmap_model.HeatmapColorMode.SCHEME)
         .scheme("Oranges")
         .fill("dark-orange")
-        .scale(hm.HeatmapColorScale.EXPONENTIAL)
+        .scale(heatmap_model.HeatmapColorScale.EXPONENTIAL)
         .exponent(0.5)
         .steps(64)
         .reverse(False)
@@ -196,12 +202,12 @@ def chained_variables(values_from: str, labels: Sequence[str]) -> list[QueryVari
             .datasource(DATASOURCE)
             .query(query)  # a plain string: the form Grafana's schema and every version accept
             .definition(query)
-            .refresh(dm.VariableRefresh.ON_TIME_RANGE_CHANGED)
-            .sort(dm.VariableSort.ALPHABETICAL_ASC)
+            .refresh(dashboard_model.VariableRefresh.ON_TIME_RANGE_CHANGED)
+            .sort(dashboard_model.VariableSort.ALPHABETICAL_ASC)
             .include_all(True)
             .all_value(".*")
             .multi(True)
-            .current(dm.VariableOption(selected=True, text=["All"], value=["$__all"]))
+            .current(dashboard_model.VariableOption(selected=True, text=["All"], value=["$__all"]))
         )
     return variables
 
@@ -233,12 +239,12 @@ def render(
         .time(dc.time_from, "now")
         .timezone("browser")
         .editable()
-        .tooltip(dm.DashboardCursorSync.CROSSHAIR)
+        .tooltip(dashboard_model.DashboardCursorSync.CROSSHAIR)
         .with_variable(
             DatasourceVariable("datasource")
             .label("Data source")
             .type("prometheus")
-            .current(dm.VariableOption(selected=True, text=dc.datasource_uid, value=dc.datasource_uid))
+            .current(dashboard_model.VariableOption(selected=True, text=dc.datasource_uid, value=dc.datasource_uid))
         )
     )
     for var in chained_variables(variables_from, variable_labels):

@@ -16,13 +16,13 @@ GPU_FILTERS = filters(*VARIABLES)
 _WHO = "{{Hostname}} GPU {{gpu}}"
 
 
-def _r(name: str, extra: list[str] | None = None) -> str:
+def _selected(name: str, extra: list[str] | None = None) -> str:
     return promql.recorded(name, [*GPU_FILTERS, *(extra or [])])
 
 
 def _on_selected_gpus(workload_series: str) -> str:
     """A per-workload vLLM series, kept for the workloads of the selected GPUs."""
-    return f"{workload_series}\nand on ({gpu_rules.WORKLOAD_LABEL})\n{_r(gpu_rules.FB_USED)}"
+    return f"{workload_series}\nand on ({gpu_rules.WORKLOAD_LABEL})\n{_selected(gpu_rules.FB_USED)}"
 
 
 def _overview(cfg: Config) -> Section:
@@ -34,37 +34,42 @@ def _overview(cfg: Config) -> Section:
                 "GPUs",
                 "GPUs (or MIG instances) reporting framebuffer usage.",
                 "short",
-                [Query(f"count({_r(gpu_rules.FB_USED)})")],
+                [Query(f"count({_selected(gpu_rules.FB_USED)})")],
             ),
             stat(
                 "Average utilization",
                 "Mean GPU utilization (share of time a kernel ran) across the selection.",
                 "percentunit",
-                [Query(f"avg({_r(gpu_rules.UTIL)})")],
+                [Query(f"avg({_selected(gpu_rules.UTIL)})")],
             ),
             stat(
                 "Framebuffer used",
                 "Used framebuffer over total, across the selection. vLLM pre-allocates most of it for "
                 "the KV cache, so a high value is normal.",
                 "percentunit",
-                [Query(f"sum({_r(gpu_rules.FB_USED)}) / sum({_r(gpu_rules.FB_TOTAL)})")],
+                [Query(f"sum({_selected(gpu_rules.FB_USED)}) / sum({_selected(gpu_rules.FB_TOTAL)})")],
             ),
             stat(
                 "Soonest predicted OOM",
                 f"Shortest time until a GPU's free framebuffer reaches zero at its "
                 f"{cfg.gpu.alerts.predicted_oom.long_window} trend; empty while no GPU's free memory falls.",
                 "s",
-                [Query(f"min({_r(gpu_rules.time_to_oom(cfg))})")],
+                [Query(f"min({_selected(gpu_rules.time_to_oom(cfg))})")],
                 thresholds=((None, "red"), (within, "green")),
             ),
             stat(
                 "Hottest GPU",
                 "Highest GPU temperature in the selection.",
                 "celsius",
-                [Query(f"max({_r(gpu_rules.TEMP)})")],
+                [Query(f"max({_selected(gpu_rules.TEMP)})")],
                 thresholds=((None, "green"), (cfg.gpu.alerts.temperature.celsius, "red")),
             ),
-            stat("Power draw", "Total board power of the selection.", "watt", [Query(f"sum({_r(gpu_rules.POWER)})")]),
+            stat(
+                "Power draw",
+                "Total board power of the selection.",
+                "watt",
+                [Query(f"sum({_selected(gpu_rules.POWER)})")],
+            ),
         ],
     )
 
@@ -79,7 +84,7 @@ def _utilization(cfg: Config) -> Section:
                 "Share of time at least one kernel ran (DCGM_FI_DEV_GPU_UTIL). Near zero while requests "
                 "wait means the engine is stuck.",
                 "percentunit",
-                [Query(_r(gpu_rules.UTIL), _WHO)],
+                [Query(_selected(gpu_rules.UTIL), _WHO)],
                 max_val=1,
             ),
             timeseries(
@@ -87,7 +92,7 @@ def _utilization(cfg: Config) -> Section:
                 "Share of time device memory was read or written (DCGM_FI_DEV_MEM_COPY_UTIL). High together "
                 f"with KV preemptions is KV-cache thrash (alert above {bw.mem_copy_ratio:.0%}).",
                 "percentunit",
-                [Query(_r(gpu_rules.MEM_COPY), _WHO)],
+                [Query(_selected(gpu_rules.MEM_COPY), _WHO)],
                 max_val=1,
             ),
         ],
@@ -108,7 +113,10 @@ def _memory(cfg: Config) -> Section:
                 "Framebuffer used and total",
                 "Used and total framebuffer per GPU, in bytes (DCGM reports MiB).",
                 "bytes",
-                [Query(_r(gpu_rules.FB_USED), f"used {_WHO}"), Query(_r(gpu_rules.FB_TOTAL), f"total {_WHO}")],
+                [
+                    Query(_selected(gpu_rules.FB_USED), f"used {_WHO}"),
+                    Query(_selected(gpu_rules.FB_TOTAL), f"total {_WHO}"),
+                ],
             ),
             timeseries(
                 "Used framebuffer trend",
@@ -116,7 +124,7 @@ def _memory(cfg: Config) -> Section:
                 f"threshold line ({leak.growth_mib:g} MiB per {leak.window}) for {leak.for_} with flat "
                 "load is a leak; a short spike is a warm-up or restart.",
                 "Bps",
-                [Query(_r(gpu_rules.fb_used_deriv(cfg)), _WHO), Query(f"{threshold:.6g}", "leak threshold")],
+                [Query(_selected(gpu_rules.fb_used_deriv(cfg)), _WHO), Query(f"{threshold:.6g}", "leak threshold")],
                 min_val=None,
             ),
             timeseries(
@@ -124,7 +132,7 @@ def _memory(cfg: Config) -> Section:
                 f"When free framebuffer reaches zero at its {oom.long_window} trend. Only GPUs whose free "
                 f"memory is falling have a value; the alert fires under {oom.within}.",
                 "s",
-                [Query(_r(gpu_rules.time_to_oom(cfg)), _WHO)],
+                [Query(_selected(gpu_rules.time_to_oom(cfg)), _WHO)],
             ),
             timeseries(
                 "Per-process GPU memory",
@@ -172,19 +180,27 @@ def _physical(cfg: Config) -> Section:
     return Section(
         "Power, temperature and clocks",
         [
-            timeseries("Power draw", "Board power per GPU.", "watt", [Query(_r(gpu_rules.POWER), _WHO)], width=6),
+            timeseries(
+                "Power draw", "Board power per GPU.", "watt", [Query(_selected(gpu_rules.POWER), _WHO)], width=6
+            ),
             timeseries(
                 "Temperature",
                 "GPU and memory (HBM) temperature per GPU.",
                 "celsius",
-                [Query(_r(gpu_rules.TEMP), f"gpu {_WHO}"), Query(_r(gpu_rules.MEMORY_TEMP), f"memory {_WHO}")],
+                [
+                    Query(_selected(gpu_rules.TEMP), f"gpu {_WHO}"),
+                    Query(_selected(gpu_rules.MEMORY_TEMP), f"memory {_WHO}"),
+                ],
                 width=6,
             ),
             timeseries(
                 "Clocks",
                 "SM and memory clocks per GPU; SM clocks dropping under load means throttling.",
                 "hertz",
-                [Query(_r(gpu_rules.SM_CLOCK), f"sm {_WHO}"), Query(_r(gpu_rules.MEM_CLOCK), f"memory {_WHO}")],
+                [
+                    Query(_selected(gpu_rules.SM_CLOCK), f"sm {_WHO}"),
+                    Query(_selected(gpu_rules.MEM_CLOCK), f"memory {_WHO}"),
+                ],
                 width=6,
             ),
             timeseries(
@@ -192,7 +208,7 @@ def _physical(cfg: Config) -> Section:
                 "Share of samples whose clock-event reasons say thermal (incl. HW slowdown) or power. Needs "
                 "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS in the exporter's collectors CSV.",
                 "percentunit",
-                [Query(f"avg_over_time({_r(gpu_rules.THROTTLE)}[$__rate_interval])", f"{{{{reason}}}} {_WHO}")],
+                [Query(f"avg_over_time({_selected(gpu_rules.THROTTLE)}[$__rate_interval])", f"{{{{reason}}}} {_WHO}")],
                 width=6,
                 max_val=1,
             ),
@@ -209,7 +225,7 @@ def _errors(cfg: Config) -> Section:
                 "The last XID error code per GPU; it sticks until the driver reloads, so a change is the "
                 "news. 0 means none since the driver loaded.",
                 "short",
-                [Query(_r(gpu_rules.XID), _WHO)],
+                [Query(_selected(gpu_rules.XID), _WHO)],
             ),
             timeseries(
                 "ECC errors and row remaps",
@@ -217,9 +233,9 @@ def _errors(cfg: Config) -> Section:
                 "uncorrectable errors, per second. The ECC counters must be enabled in the collectors CSV.",
                 "cps",
                 [
-                    Query(_r(gpu_rules.ecc_rate(cfg, "dbe")), f"double-bit {_WHO}"),
-                    Query(_r(gpu_rules.ecc_rate(cfg, "sbe")), f"single-bit {_WHO}"),
-                    Query(_r(gpu_rules.ecc_rate(cfg, "remapped_rows_uncorrectable")), f"remapped rows {_WHO}"),
+                    Query(_selected(gpu_rules.ecc_rate(cfg, "dbe")), f"double-bit {_WHO}"),
+                    Query(_selected(gpu_rules.ecc_rate(cfg, "sbe")), f"single-bit {_WHO}"),
+                    Query(_selected(gpu_rules.ecc_rate(cfg, "remapped_rows_uncorrectable")), f"remapped rows {_WHO}"),
                 ],
             ),
         ],

@@ -8,7 +8,7 @@ from typing import Any
 from infersight import promql
 from infersight.config import Config
 from infersight.dashboards.common import Query, Section, filters, heatmap, render, stat, timeseries
-from infersight.recording_rules import moe
+from infersight.recording_rules import moe as moe_rules
 
 FILE = "vllm-moe.json"
 VARIABLES = ("job", "model_name", "layer")
@@ -27,7 +27,7 @@ def _balance(cfg: Config) -> Section:
                 f"Each row is one expert of one layer; colour is its share of the layer's routed tokens over "
                 f"{window}. Uniform routing gives every expert 1/E; a hot row stands out, a dead one is blank.",
                 "percentunit",
-                [Query(promql.recorded(moe.share(cfg), LAYER_FILTERS), "L{{layer}} E{{expert}}")],
+                [Query(promql.recorded(moe_rules.share(cfg), LAYER_FILTERS), "L{{layer}} E{{expert}}")],
                 height=12,
             ),
             timeseries(
@@ -35,25 +35,25 @@ def _balance(cfg: Config) -> Section:
                 "Variance of per-expert load shares within each layer, the expert activation rate variance "
                 f"(alert threshold {cfg.moe.alerts.imbalance.variance_threshold:g}).",
                 "short",
-                [Query(promql.recorded(moe.share_variance(cfg), LAYER_FILTERS), _LAYER)],
+                [Query(promql.recorded(moe_rules.share_variance(cfg), LAYER_FILTERS), _LAYER)],
             ),
             timeseries(
                 "Coefficient of variation per layer",
                 "Standard deviation over mean of tokens per expert; 0 is perfectly balanced.",
                 "short",
-                [Query(promql.recorded(moe.cv(cfg), LAYER_FILTERS), _LAYER)],
+                [Query(promql.recorded(moe_rules.coefficient_of_variation(cfg), LAYER_FILTERS), _LAYER)],
             ),
             timeseries(
                 "Hot-expert factor per layer",
                 "Busiest expert's tokens over the layer's mean (max/mean); the batch step waits for it.",
                 "short",
-                [Query(promql.recorded(moe.max_over_mean(cfg), LAYER_FILTERS), _LAYER)],
+                [Query(promql.recorded(moe_rules.max_over_mean(cfg), LAYER_FILTERS), _LAYER)],
             ),
             timeseries(
                 "Balancedness per layer",
                 "vLLM's EPLB balancedness: mean over max tokens per expert; 1 is perfectly balanced.",
                 "percentunit",
-                [Query(promql.recorded(moe.balancedness(cfg), LAYER_FILTERS), _LAYER)],
+                [Query(promql.recorded(moe_rules.balancedness(cfg), LAYER_FILTERS), _LAYER)],
                 max_val=1,
             ),
         ],
@@ -71,7 +71,9 @@ def _experts(cfg: Config) -> Section:
                 "short",
                 [
                     Query(
-                        f"topk({top}, {promql.recorded(moe.relative_load(cfg), LAYER_FILTERS)})", _EXPERT, instant=True
+                        f"topk({top}, {promql.recorded(moe_rules.relative_load(cfg), LAYER_FILTERS)})",
+                        _EXPERT,
+                        instant=True,
                     )
                 ],
                 width=24,
@@ -83,7 +85,7 @@ def _experts(cfg: Config) -> Section:
                 "Tokens/s per expert",
                 "Tokens routed to each expert per second (top-k routing counts a token once per chosen expert).",
                 "short",
-                [Query(promql.recorded(moe.expert_rate(cfg), LAYER_FILTERS), _EXPERT)],
+                [Query(promql.recorded(moe_rules.expert_rate(cfg), LAYER_FILTERS), _EXPERT)],
                 width=24,
                 height=10,
             ),
@@ -97,7 +99,7 @@ def dashboards(cfg: Config) -> dict[str, dict[str, Any]]:
         name="vllm-moe",
         title="vLLM / MoE expert balance",
         description="How evenly MoE layers route tokens to their experts (infersight MoE exporter).",
-        variables_from=moe.expert_rate(cfg),
+        variables_from=moe_rules.expert_rate(cfg),
         variable_labels=VARIABLES,
         sections=[_balance(cfg), _experts(cfg)],
     )

@@ -15,7 +15,7 @@ INSTANCE_FILTERS = filters("job", "model_name", "instance")
 MODEL_FILTERS = filters("job", "model_name")
 
 
-def _r(name: str, extra: list[str] | None = None, base: list[str] = INSTANCE_FILTERS) -> str:
+def _selected(name: str, extra: list[str] | None = None, base: list[str] = INSTANCE_FILTERS) -> str:
     return promql.recorded(name, [*base, *(extra or [])])
 
 
@@ -36,7 +36,7 @@ def _overview(cfg: Config) -> Section:
                 "Requests/s",
                 f"Finished requests per second over {cfg.intervals.rate}.",
                 "reqps",
-                [Query(f"sum({_r(serving_rules.requests(cfg))})")],
+                [Query(f"sum({_selected(serving_rules.requests(cfg))})")],
             ),
             stat(
                 "Error ratio",
@@ -45,8 +45,8 @@ def _overview(cfg: Config) -> Section:
                 "percentunit",
                 [
                     Query(
-                        f"sum({_r(serving_rules.requests_by_reason(cfg), [bad])})"
-                        f" / sum({_r(serving_rules.requests_by_reason(cfg))})"
+                        f"sum({_selected(serving_rules.requests_by_reason(cfg), [bad])})"
+                        f" / sum({_selected(serving_rules.requests_by_reason(cfg))})"
                     )
                 ],
                 thresholds=((None, "green"), (1 - cfg.slo.availability.objective, "red")),
@@ -55,20 +55,20 @@ def _overview(cfg: Config) -> Section:
                 "TTFT p99",
                 "99th percentile time to first token across the selection.",
                 "s",
-                [Query(promql.quantile_from_buckets(0.99, (), _r(ttft_buckets)))],
+                [Query(promql.quantile_from_buckets(0.99, (), _selected(ttft_buckets)))],
                 thresholds=((None, "green"), (cfg.slo.ttft.threshold_seconds, "red")),
             ),
             stat(
                 "Generation tokens/s",
                 "Output tokens produced per second.",
                 "short",
-                [Query(f"sum({_r(serving_rules.tokens(cfg, 'generation'))})")],
+                [Query(f"sum({_selected(serving_rules.tokens(cfg, 'generation'))})")],
             ),
             stat(
                 "KV-cache usage (max)",
                 "Fullest KV cache among the selected engines.",
                 "percentunit",
-                [Query(f"max({_r(serving_rules.KV_USAGE_ENGINE, filters('engine'))})")],
+                [Query(f"max({_selected(serving_rules.KV_USAGE_ENGINE, filters('engine'))})")],
                 thresholds=((None, "green"), (0.9, "orange")),
             ),
         ],
@@ -83,16 +83,19 @@ def _traffic(cfg: Config) -> Section:
                 "Request rate",
                 "Finished requests per second, per model and instance.",
                 "reqps",
-                [Query(_r(serving_rules.requests(cfg)), "{{model_name}} @ {{instance}}")],
+                [Query(_selected(serving_rules.requests(cfg)), "{{model_name}} @ {{instance}}")],
             ),
             timeseries(
                 "Token throughput",
                 "Prompt (prefill) and generation tokens per second, per model.",
                 "short",
                 [
-                    Query(f"sum by (model_name) ({_r(serving_rules.tokens(cfg, 'prompt'))})", "{{model_name}} prompt"),
                     Query(
-                        f"sum by (model_name) ({_r(serving_rules.tokens(cfg, 'generation'))})",
+                        f"sum by (model_name) ({_selected(serving_rules.tokens(cfg, 'prompt'))})",
+                        "{{model_name}} prompt",
+                    ),
+                    Query(
+                        f"sum by (model_name) ({_selected(serving_rules.tokens(cfg, 'generation'))})",
                         "{{model_name}} generation",
                     ),
                 ],
@@ -103,7 +106,7 @@ def _traffic(cfg: Config) -> Section:
                 "reqps",
                 [
                     Query(
-                        f"sum by (model_name, finished_reason) ({_r(serving_rules.requests_by_reason(cfg))})",
+                        f"sum by (model_name, finished_reason) ({_selected(serving_rules.requests_by_reason(cfg))})",
                         "{{model_name}} {{finished_reason}}",
                     )
                 ],
@@ -122,7 +125,7 @@ def _errors(cfg: Config) -> Section:
                 "Share of finished requests that ended with "
                 f"{' or '.join(cfg.slo.availability.bad_finished_reasons)}, per model and instance.",
                 "percentunit",
-                [Query(_r(serving_rules.error_ratio(cfg)), "{{model_name}} @ {{instance}}")],
+                [Query(_selected(serving_rules.error_ratio(cfg)), "{{model_name}} @ {{instance}}")],
             ),
             timeseries(
                 "HTTP 5xx ratio",
@@ -140,7 +143,7 @@ def _latency(cfg: Config) -> Section:
     for metric, short in serving_rules.LATENCY_HISTOGRAMS:
         queries = [
             Query(
-                _r(conventions.quantile(cfg, metric, "model", qv), base=MODEL_FILTERS),
+                _selected(conventions.quantile(cfg, metric, "model", qv), base=MODEL_FILTERS),
                 f"p{round(qv * 100)} {{{{model_name}}}}",
             )
             for qv in conventions.QUANTILES
@@ -161,7 +164,7 @@ def _latency(cfg: Config) -> Section:
             "s",
             [
                 Query(
-                    _r(conventions.quantile(cfg, "vllm:time_to_first_token_seconds", "instance", 0.99)),
+                    _selected(conventions.quantile(cfg, "vllm:time_to_first_token_seconds", "instance", 0.99)),
                     "{{model_name}} @ {{instance}}",
                 )
             ],
@@ -181,10 +184,12 @@ def _saturation(cfg: Config) -> Section:
                 "short",
                 [
                     Query(
-                        _r(conventions.gauge_sum("vllm:num_requests_running")), "running {{model_name}} @ {{instance}}"
+                        _selected(conventions.gauge_sum("vllm:num_requests_running")),
+                        "running {{model_name}} @ {{instance}}",
                     ),
                     Query(
-                        _r(conventions.gauge_sum("vllm:num_requests_waiting")), "waiting {{model_name}} @ {{instance}}"
+                        _selected(conventions.gauge_sum("vllm:num_requests_waiting")),
+                        "waiting {{model_name}} @ {{instance}}",
                     ),
                 ],
                 width=8,
@@ -195,7 +200,7 @@ def _saturation(cfg: Config) -> Section:
                 "percentunit",
                 [
                     Query(
-                        _r(serving_rules.KV_USAGE_ENGINE, filters("engine")),
+                        _selected(serving_rules.KV_USAGE_ENGINE, filters("engine")),
                         "{{model_name}} @ {{instance}} e{{engine}}",
                     )
                 ],
@@ -206,7 +211,7 @@ def _saturation(cfg: Config) -> Section:
                 "Preemptions",
                 "Requests preempted per second: the KV cache ran out and work is recomputed.",
                 "short",
-                [Query(_r(serving_rules.preemptions(cfg)), "{{model_name}} @ {{instance}}")],
+                [Query(_selected(serving_rules.preemptions(cfg)), "{{model_name}} @ {{instance}}")],
                 width=8,
             ),
         ],
@@ -226,7 +231,7 @@ def _slo(cfg: Config, spec: serving_rules.SLOSpec) -> Section:
                 f"{spec.title} attainment ({cfg.slo.period})",
                 f"Share of good events ({what}) over the SLO period; objective {default.objective} by default.",
                 "percentunit",
-                [Query(f"1 - {_r(period, slo, MODEL_FILTERS)}", "{{model_name}}")],
+                [Query(f"1 - {_selected(period, slo, MODEL_FILTERS)}", "{{model_name}}")],
                 width=6,
                 decimals=3,
             ),
@@ -234,7 +239,7 @@ def _slo(cfg: Config, spec: serving_rules.SLOSpec) -> Section:
                 f"{spec.title} error budget remaining",
                 "1 means untouched, 0 means spent, below 0 means the objective is missed for the period.",
                 "percentunit",
-                [Query(f"1 - ({_r(period, slo, MODEL_FILTERS)} / (1 - {objective}))", "{{model_name}}")],
+                [Query(f"1 - ({_selected(period, slo, MODEL_FILTERS)} / (1 - {objective}))", "{{model_name}}")],
                 width=6,
                 thresholds=((None, "red"), (0, "orange"), (0.25, "green")),
             ),
@@ -245,7 +250,7 @@ def _slo(cfg: Config, spec: serving_rules.SLOSpec) -> Section:
                 "short",
                 [
                     Query(
-                        f"{_r(serving_rules.slo_errors(w), slo, MODEL_FILTERS)} / (1 - {objective})",
+                        f"{_selected(serving_rules.slo_errors(w), slo, MODEL_FILTERS)} / (1 - {objective})",
                         f"{{{{model_name}}}} {w}",
                     )
                     for w in serving_rules.slo_windows(cfg)

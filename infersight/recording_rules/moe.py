@@ -18,48 +18,48 @@ LAYER = ("job", "model_name", "layer")
 EXPERT = (*LAYER, "expert")
 
 
-def _op(cfg: Config, prefix: str = "") -> str:
+def _operation(cfg: Config, prefix: str = "") -> str:
     return f"{prefix}rate{cfg.moe.window}"
 
 
 def expert_rate(cfg: Config) -> str:
     """Tokens/s routed to each expert."""
-    return conventions.record_name("expert", "infersight_moe_expert_tokens", _op(cfg))
+    return conventions.record_name("expert", "infersight_moe_expert_tokens", _operation(cfg))
 
 
 def layer_rate(cfg: Config) -> str:
     """Tokens/s routed in each layer (top-k routing counts a token k times)."""
-    return conventions.record_name("layer", "infersight_moe_expert_tokens", _op(cfg))
+    return conventions.record_name("layer", "infersight_moe_expert_tokens", _operation(cfg))
 
 
 def layer_mean(cfg: Config) -> str:
     """Mean tokens/s per expert of a layer: what every expert would get if routing were uniform."""
-    return conventions.record_name("layer", "infersight_moe_expert_tokens", _op(cfg, "mean_"))
+    return conventions.record_name("layer", "infersight_moe_expert_tokens", _operation(cfg, "mean_"))
 
 
 def share(cfg: Config) -> str:
-    return conventions.record_name("expert", "infersight_moe_expert_load_share", _op(cfg, "ratio_"))
+    return conventions.record_name("expert", "infersight_moe_expert_load_share", _operation(cfg, "ratio_"))
 
 
 def relative_load(cfg: Config) -> str:
     """An expert's load over its layer's mean: 1 is its fair share, 3 a hot expert."""
-    return conventions.record_name("expert", "infersight_moe_expert_load", _op(cfg, "relative_"))
+    return conventions.record_name("expert", "infersight_moe_expert_load", _operation(cfg, "relative_"))
 
 
-def cv(cfg: Config) -> str:
-    return conventions.record_name("layer", "infersight_moe_expert_load", _op(cfg, "cv_"))
+def coefficient_of_variation(cfg: Config) -> str:
+    return conventions.record_name("layer", "infersight_moe_expert_load", _operation(cfg, "cv_"))
 
 
 def max_over_mean(cfg: Config) -> str:
-    return conventions.record_name("layer", "infersight_moe_expert_load", _op(cfg, "max_over_mean_"))
+    return conventions.record_name("layer", "infersight_moe_expert_load", _operation(cfg, "max_over_mean_"))
 
 
 def balancedness(cfg: Config) -> str:
-    return conventions.record_name("layer", "infersight_moe_expert_load", _op(cfg, "balancedness_"))
+    return conventions.record_name("layer", "infersight_moe_expert_load", _operation(cfg, "balancedness_"))
 
 
 def share_variance(cfg: Config) -> str:
-    return conventions.record_name("layer", "infersight_moe_expert_load_share", _op(cfg, "variance_"))
+    return conventions.record_name("layer", "infersight_moe_expert_load_share", _operation(cfg, "variance_"))
 
 
 def per_layer(expert_expr: str, layer_expr: str) -> str:
@@ -78,7 +78,7 @@ def groups(cfg: Config) -> list[RuleGroup]:
         RecordingRule(share(cfg), per_layer(experts, promql.recorded(layer_rate(cfg)))),
         RecordingRule(relative_load(cfg), per_layer(experts, mean)),
         # A layer without traffic divides 0 by 0: NaN, which no alert threshold matches.
-        RecordingRule(cv(cfg), f"{promql.agg('stddev', LAYER, experts)}\n/\n{mean}"),
+        RecordingRule(coefficient_of_variation(cfg), f"{promql.agg('stddev', LAYER, experts)}\n/\n{mean}"),
         RecordingRule(max_over_mean(cfg), f"{promql.agg('max', LAYER, experts)}\n/\n{mean}"),
         RecordingRule(balancedness(cfg), f"{mean}\n/\n{promql.agg('max', LAYER, experts)}"),
         RecordingRule(share_variance(cfg), promql.agg("stdvar", LAYER, promql.recorded(share(cfg)))),
