@@ -72,7 +72,7 @@ def test_every_dashboard_query_returns_data(observed: ObservedStack, with_traffi
     # Other packs' dashboards are proven by their own end-to-end tests. Asked again for a while: a
     # machine stall (tests/host_stalls.py) can empty a 5 s rate window for a moment while traffic
     # flows; a query that never answers still fails.
-    assert len(list(dashboard_queries(bundle.dashboards(CFG)["vllm-overview.json"]))) > 30
+    assert len(list(dashboard_queries(bundle.build(CFG).dashboard("vllm-overview.json")))) > 30
     assert_every_query_answers(observed, "vllm-overview.json", timeout=30)
 
 

@@ -121,7 +121,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GpuStack]:
 
 
 def test_every_gpu_dashboard_query_answers_on_a_real_gpu(stack: GpuStack) -> None:
-    board = bundle.dashboards(CFG)["gpu.json"]
+    board = bundle.build(CFG).dashboard("gpu.json")
     queries = {where: substitute(expr) for where, expr in dashboard_queries(board) if NEEDS_VLLM not in expr}
     assert len(queries) > 20
     assert_queries_eventually(stack.prometheus, queries, bool, 90, "data for every gpu.json query (real GPU)")

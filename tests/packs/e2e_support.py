@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 import yaml
 
-from infersight import bundle
 from infersight.config import Config, parse_config
 from infersight.durations import Duration
 from infersight.lint import dashboard_queries, substitute
@@ -139,7 +138,7 @@ def assert_queries_eventually(
 
 def assert_every_query_answers(stack: ObservedStack, board_file: str, timeout: float = 90) -> None:
     """Each query of the dashboard returns data at least once (a scrape may still be late)."""
-    board = bundle.dashboards(stack.cfg)[board_file]
+    board = stack.bundle.dashboard(board_file)
     queries = {where: substitute(expr) for where, expr in dashboard_queries(board)}
     assert len(queries) > 5
     assert_queries_eventually(stack.prometheus, queries, bool, timeout, f"data for every query of {board_file}")
