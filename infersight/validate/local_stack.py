@@ -49,9 +49,9 @@ FAKE_GPU_SCENARIO = {
 
 
 # Monitoring first: on a 2-core host the tiny vLLM saturates the CPU, and a starved Prometheus scrapes
-# and evaluates late, which leaves 5 s rate windows empty and resets every for: (measured here: rule
-# series with 10-30 s holes, a false InfersightVLLMTargetDown). In production the monitoring has CPU
-# of its own; these niceness values stand in for that.
+# and evaluates late, which leaves 5 s rate windows empty and resets every for: (holes in the rule
+# series, false target-down alerts). In production the monitoring has CPU of its own; these niceness
+# values stand in for that.
 VLLM_NICENESS = 10
 MONITORING_NICENESS = -5  # needs CAP_SYS_NICE; without it the monitoring simply keeps niceness 0
 
@@ -69,9 +69,9 @@ def validation_intervals(cfg: Config) -> Config:
     """Scrape and evaluate once a minute in production terms, once a second at time scale 60.
 
     The shipped 15 s / 30 s would scale to 250 / 500 ms, and a scrape's timeout cannot exceed its
-    interval: a 2-core host starved by vLLM answers scrapes later than that (measured here: ~20 failed
-    scrapes of vLLM per scenario and a false InfersightVLLMTargetDown under KV pressure). Every rule
-    window (5m -> 5 s) still holds at least 4 scrapes."""
+    interval: a 2-core host starved by vLLM answers scrapes later than that, and the failed scrapes
+    raise a false InfersightVLLMTargetDown under KV pressure. Every rule window (5m -> 5 s) still
+    holds at least 4 scrapes."""
     one_minute = Duration.parse("1m")
     intervals = cfg.intervals.model_copy(update={"scrape": one_minute, "evaluation": one_minute})
     return cfg.model_copy(update={"intervals": intervals})

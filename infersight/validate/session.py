@@ -74,7 +74,7 @@ class Monitoring:
     settle_timeout_s: float = 45.0
     poll_s: float = 0.5
     grace_s: float = 3.0  # after the deadlines: a couple of evaluations and one Alertmanager push
-    action_timeout_s: float = 330.0  # a target_up waits for vLLM's start (60-90 s here, 300 s at most)
+    action_timeout_s: float = 330.0  # longer than a target_up's wait for vLLM's start (300 s at most)
 
     def check(self) -> None:
         try:
