@@ -65,7 +65,7 @@ class VLLMServer:
         )  # fmt: skip
 
     def start(self, timeout: float = 300) -> VLLMServer:
-        """Start and wait until the model is listed (start-up is 60-90 s on 2 cores)."""
+        """Start and wait until the model is listed (start-up takes minutes on a 2-core host)."""
         self.process.start()
         try:
             self.process.wait_http_ready(
