@@ -17,12 +17,12 @@ _ALERT_NAME = re.compile(r"^Infersight[A-Z][A-Za-z0-9]*$")
 
 
 def is_alert_name(name: str) -> bool:
-    """DESIGN.md's alert names: CamelCase, ``Infersight`` first, at most 40 characters."""
+    """The alert names of docs/architecture.md: CamelCase, ``Infersight`` first, at most 40 characters."""
     return bool(_ALERT_NAME.match(name)) and len(name) <= 40
 
 
 class RuleConventionError(ValueError):
-    """A rule breaks DESIGN.md's naming or annotation conventions."""
+    """A rule breaks the naming or annotation conventions (docs/architecture.md)."""
 
 
 @dataclass(frozen=True)

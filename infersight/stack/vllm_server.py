@@ -11,7 +11,7 @@ from infersight.stack.engine_affinity import confine_engine_core
 from infersight.stack.ports import LOOPBACK, free_port
 from infersight.stack.process import ManagedProcess
 
-# Sizes that make the tiny models' KV cache saturable on 2 cores (DESIGN.md): 8 blocks of
+# Sizes that make the tiny models' KV cache saturable on 2 cores: 8 blocks of
 # 128 tokens, so a few dozen long streams preempt for real.
 SMALL_KV_ARGS = ("--num-gpu-blocks-override", "8", "--max-model-len", "512")
 # One SSE chunk per 8 tokens (the first token still goes out at once, so TTFT is unchanged; the
