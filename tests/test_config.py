@@ -64,6 +64,22 @@ def test_rate_window_must_hold_enough_scrapes() -> None:
     assert "4 scrapes" in _problems({"intervals": {"scrape": "1m", "rate": "2m"}})["intervals.rate"]
 
 
+def _nested(path: str, value: Any) -> dict[str, Any]:
+    head, _, rest = path.partition(".")
+    return {head: _nested(rest, value) if rest else value}
+
+
+def test_every_pack_section_window_must_hold_enough_scrapes() -> None:
+    sections = Config().pack_sections()
+    assert set(sections) == {"kv_cache", "moe", "gpu", "exporters"}
+    for name, section in sections.items():
+        assert section.windows(), f"{name} declares no windows"
+        for path in section.windows():
+            # 30s is under 4 scrapes of 1m, and shorter than every for: a window must outlast.
+            data = _nested(f"{name}.{path}", "30s") | {"intervals": {"scrape": "1m"}}
+            assert "4 scrapes (1m each)" in _problems(data)[f"{name}.{path}"]
+
+
 def test_burn_window_short_inside_long() -> None:
     rows = [{"severity": "critical", "long": "5m", "short": "1h", "factor": 14.4}]
     assert "shorter" in _problems({"slo": {"burn_windows": rows}})["slo.burn_windows.0.short"]

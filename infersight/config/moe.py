@@ -1,0 +1,48 @@
+"""Settings of the MoE expert-balance pack (``moe:``), which reads the infersight MoE exporter."""
+
+# Pydantic copies mutable field defaults per instance; ruff cannot see across modules that
+# these models' base (config.common.Strict) is a BaseModel.
+# ruff: noqa: RUF012
+
+from __future__ import annotations
+
+from pydantic import Field, field_validator
+
+from infersight.config.common import MODEL_LABEL_VALUE, AlertRule, PackSection, Strict
+from infersight.durations import Duration
+
+
+class MoEImbalanceAlert(AlertRule):
+    # Variance of the per-expert load share within a layer; 0.0225 is a 0.15 standard deviation.
+    variance_threshold: float = Field(default=0.0225, gt=0, lt=1)
+
+
+class MoEAlerts(Strict):
+    imbalance: MoEImbalanceAlert = MoEImbalanceAlert(for_=Duration.parse("15m"), severity="warning")
+    dead_expert: AlertRule = AlertRule(for_=Duration.parse("15m"), severity="warning")
+    metrics_absent: AlertRule = AlertRule(for_=Duration.parse("10m"), severity="warning")
+
+
+class MoE(PackSection):
+    """MoE expert-balance pack, reading the infersight MoE exporter."""
+
+    models: list[str] = []  # model_name values that are MoE; the absent alert watches only these
+    window: Duration = Duration.parse("5m")  # rate window of the per-layer rules
+    # A layer counts as having traffic when each expert would expect at least this many tokens
+    # in the window; below it, shares are noise and a zero is no evidence of a dead expert.
+    min_expected_tokens_per_expert: float = Field(default=100.0, gt=0)
+    top_experts: int = Field(default=10, ge=1, le=100)  # rows of the dashboard's hot-expert panel
+    alerts: MoEAlerts = MoEAlerts()
+
+    @field_validator("models")
+    @classmethod
+    def _model_names_sane(cls, v: list[str]) -> list[str]:
+        for name in v:
+            if not MODEL_LABEL_VALUE.match(name):
+                raise ValueError(f"{name!r} must be a model_name of 1-200 printable characters")
+        if len(set(v)) != len(v):
+            raise ValueError("lists a model_name twice")
+        return v
+
+    def windows(self) -> dict[str, Duration]:
+        return {"window": self.window}
