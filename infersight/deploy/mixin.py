@@ -3,7 +3,8 @@
 
 The mixin is the Python build as data, with every setting that :mod:`infersight.deploy.trace`
 proved reaches the output verbatim written as ``$._config['<path>']`` (the dotted path of
-infersight.yaml, e.g. ``'kv_cache.alerts.saturation.usage_threshold'``). With the default
+infersight.yaml, e.g. ``'kv_cache.alerts.saturation.usage_threshold'``, or ``'selectors.vllm'``, a
+list of PromQL label matchers joined into every selector that prints it). With the default
 ``_config`` it evaluates to exactly what ``infersight build`` writes; overriding a key changes
 every rule, alert and panel that prints it. Settings that shape the output in other ways (they
 add rules, or are bucket boundaries) are not in ``_config``; change them in infersight.yaml.
@@ -96,6 +97,11 @@ _FORMAT_LIB = """\
   duration(x)::
     assert std.isString(x) : 'durations are strings such as "5m", got ' + std.toString(x);
     x,
+  // A selector: PromQL label matchers joined as inside {...} (infersight.promql.braces).
+  matchers(x)::
+    assert std.isArray(x) && std.length(x) > 0 && std.all([std.isString(m) for m in x])
+           : 'selectors are non-empty lists of PromQL label matchers (strings), got ' + std.toString(x);
+    std.join(', ', x),
 }
 """
 
@@ -135,7 +141,7 @@ def files(cfg: Config, header: str) -> dict[str, str]:
     traced = trace.trace(cfg, unit_names(), build_unit)
     template = assemble(traced.templates)
     comment = "".join(f"// {line}\n" for line in header.splitlines())
-    settings = {leaf.key: leaf.value for leaf in traced.settings}
+    settings = {leaf.key: list(leaf.value) if isinstance(leaf.value, tuple) else leaf.value for leaf in traced.settings}
     out = {
         f"{DIR}/mixin.libsonnet": comment
         + "// The infersight monitoring mixin: prometheusRules, prometheusAlerts, grafanaDashboards.\n"
@@ -143,7 +149,8 @@ def files(cfg: Config, header: str) -> dict[str, str]:
         + "(import 'alerts.libsonnet') +\n(import 'dashboards.libsonnet')\n",
         f"{DIR}/config.libsonnet": comment
         + "// Every setting of infersight.yaml that the rules and dashboards print verbatim, by its\n"
-        + "// dotted path. Override with: mixin + { _config+:: { 'slo.availability.objective': 0.999 } }\n"
+        + "// dotted path. Override with: mixin + { _config+:: { 'slo.availability.objective': 0.999,\n"
+        + "//   'selectors.vllm': ['job=\"my-vllm\"', 'namespace=\"llm\"'] } }\n"
         + "{\n  _config+:: "
         + to_jsonnet(settings, 1)
         + ",\n}\n",

@@ -2,20 +2,27 @@
 
 The generators are Python; jsonnet cannot re-run them. What jsonnet *can* do honestly is put a
 config value wherever the Python build prints it. This module proves, for each numeric or
-duration setting, that this is exactly how the setting reaches the output:
+duration setting and each selector (a list of PromQL label matchers), that this is exactly how
+the setting reaches the output:
 
 1. build with the setting replaced by a sentinel, a value whose printed form appears nowhere
-   else (``0.73015``, ``300007ms``);
+   else (``0.73015``, ``300007ms``; for a selector three matchers of an unused label,
+   ``infersight_sentinel_a="b", infersight_sentinel_a="c", infersight_sentinel_a="a"``);
 2. turn every occurrence of the sentinel into a reference to the setting (a template);
 3. check the template against the real build: each reference must print the real value in one
    of the forms the generators use (``repr``, ``.6g``, ``x*100`` as ``.6g``, ``1 - x`` as a
-   number, a duration's text) and everything else must be identical.
+   number, a duration's text, matchers joined as inside ``{...}``) and everything else must be
+   identical.
 
 A setting that reaches the output any other way (converted to bytes, deciding how many rules
 exist, a bucket boundary, ...) fails step 3 and is not exposed: changing it needs a Python
 rebuild. The check runs per unit (one pack's rules, alerts or dashboards), all settings at once
 first; a failure blames the settings printed where the output differs and retries the rest, and
 halves the group only when nothing can be blamed. A setting rejected by any unit is exposed by none.
+
+A builder may reject a sentinel with ValueError (its own validation of a value); that rejects the
+setting. Any other exception is a bug in the builder and stops the trace (TraceError): hiding it
+as "not exposed" would silently shrink the mixin.
 """
 
 from __future__ import annotations
@@ -37,18 +44,28 @@ from infersight.durations import Duration
 # Settings that are not thresholds: the time-scale divisor, and bucket boundaries (which the
 # SLI matchers print in several forms at once).
 EXCLUDED_PREFIXES: tuple[tuple[str, ...], ...] = (("time_scale",), ("buckets",))
+# Lists of PromQL label matchers (config.Selectors): the builders print them inside {...}.
+MATCHER_PREFIXES: tuple[tuple[str, ...], ...] = (("selectors",),)
+# The label name of a selector's sentinel matchers; never a real label, and free of digits so no
+# number sentinel can be found inside it.
+SENTINEL_LABEL = "infersight_sentinel_"
+_SENTINEL_NAME = re.compile(SENTINEL_LABEL + "[a-z]+")
 
 Path = tuple[str | int, ...]
-Value = float | int | str
+Value = float | int | str | tuple[str, ...]  # durations as text, matchers as a tuple
+
+
+class TraceError(RuntimeError):
+    """A builder failed in a way no setting's value explains: a bug to fix, not a setting to hide."""
 
 
 @dataclass(frozen=True)
 class Leaf:
-    """One numeric or duration setting of the config."""
+    """One numeric, duration or matcher-list setting of the config."""
 
     path: Path
-    kind: str  # "float" | "int" | "duration"
-    value: Value  # durations as their text, e.g. "5m"
+    kind: str  # "float" | "int" | "duration" | "matchers"
+    value: Value  # durations as their text, e.g. "5m"; matchers as a tuple of strings
 
     @property
     def key(self) -> str:
@@ -71,25 +88,45 @@ class Text:
     parts: tuple[str | Ref, ...]
 
 
+def _number(v: Value) -> float:
+    if isinstance(v, tuple):
+        raise TypeError(f"expected a number, got the matchers {v}")
+    return float(v)
+
+
+def _matchers(v: Value) -> str:
+    """Matchers as infersight.promql.braces prints them between the braces."""
+    if not isinstance(v, tuple | list):
+        raise TypeError(f"expected a list of matchers, got {v!r}")
+    return ", ".join(v)
+
+
 # How the generators print settings inside text; the jsonnet library mirrors these by name.
 FORMATS: dict[str, Callable[[Value], str]] = {
-    "repr": lambda v: repr(float(v)),
-    "g6": lambda v: format(float(v), ".6g"),
-    "pct": lambda v: format(float(v) * 100, ".6g"),
-    "int": lambda v: str(int(v)),
+    "repr": lambda v: repr(_number(v)),
+    "g6": lambda v: format(_number(v), ".6g"),
+    "pct": lambda v: format(_number(v) * 100, ".6g"),
+    "int": lambda v: str(int(_number(v))),
     "duration": str,
+    "matchers": _matchers,
 }
-_KIND_FORMATS = {"float": ("repr", "g6"), "int": ("int",), "duration": ("duration",)}
+_KIND_FORMATS = {"float": ("repr", "g6"), "int": ("int",), "duration": ("duration",), "matchers": ("matchers",)}
+
+
+def _under(path: Path, prefixes: tuple[tuple[str, ...], ...]) -> bool:
+    return any(path[: len(p)] == p for p in prefixes)
 
 
 def leaves(cfg: Config) -> list[Leaf]:
-    """Every float, int and duration setting, in model order."""
+    """Every float, int, duration and selector setting, in model order."""
     out: list[Leaf] = []
 
     def walk(value: Any, path: Path) -> None:
-        if any(path[: len(p)] == p for p in EXCLUDED_PREFIXES):
+        if _under(path, EXCLUDED_PREFIXES):
             return
-        if isinstance(value, BaseModel):
+        if _under(path, MATCHER_PREFIXES) and isinstance(value, list):
+            out.append(Leaf(path, "matchers", tuple(value)))
+        elif isinstance(value, BaseModel):
             for name, info in type(value).model_fields.items():
                 walk(getattr(value, name), (*path, info.alias or name))
         elif isinstance(value, dict):
@@ -112,8 +149,13 @@ def leaves(cfg: Config) -> list[Leaf]:
 
 
 def _candidates(leaf: Leaf, n: int) -> Iterator[Value]:
-    """Sentinels for the n-th setting: printed forms unique to it, the same under repr and .6g."""
-    if leaf.kind == "float":
+    """Sentinels for the n-th setting: printed forms unique to it, the same under repr and .6g.
+    A selector's sentinel is three matchers in neither sorted nor reverse order, so a builder that
+    prints only some of them, reorders them or joins them differently is caught."""
+    if leaf.kind == "matchers":
+        label = SENTINEL_LABEL + _letters(n)
+        yield tuple(f'{label}="{v}"' for v in "bca")
+    elif leaf.kind == "float":
         base = 0.73 + n * 0.00007 + 0.00001  # five significant digits
         for exp in (0, 1, 2, -1, 3, -2):
             yield float(f"{base * 10**exp:.5g}")
@@ -126,10 +168,25 @@ def _candidates(leaf: Leaf, n: int) -> Iterator[Value]:
                 yield str(Duration(ms + offset))
 
 
+def _letters(n: int) -> str:
+    """n as letters (0 -> "a", 26 -> "ba"): a label-name suffix without digits."""
+    out = ""
+    while True:
+        n, digit = divmod(n, 26)
+        out = chr(ord("a") + digit) + out
+        if not n:
+            return out
+
+
+def _config_value(value: Any) -> Any:
+    """A setting as the config model holds it (matchers are a list there)."""
+    return list(value) if isinstance(value, tuple) else value
+
+
 def _set(data: Any, path: Path, value: Any) -> None:
     for p in path[:-1]:
         data = data[p]
-    data[path[-1]] = value
+    data[path[-1]] = _config_value(value)
 
 
 def _blamed_by(problems: Sequence[tuple[str, str]], keys: Sequence[str]) -> set[str]:
@@ -176,7 +233,7 @@ def with_values(cfg: Config, updates: dict[Path, Any]) -> Config:
 
     def apply(obj: Any, sub: Any) -> Any:
         if not isinstance(sub, dict):
-            return Duration.parse(sub) if isinstance(obj, Duration) else sub
+            return Duration.parse(sub) if isinstance(obj, Duration) else _config_value(sub)
         if isinstance(obj, BaseModel):
             names = {info.alias or name: name for name, info in type(obj).model_fields.items()}
             return obj.model_copy(update={names[k]: apply(getattr(obj, names[k]), v) for k, v in sub.items()})
@@ -194,7 +251,9 @@ _CONVERSIONS = (1, 1000, 1 / 60, 1 / 3600, 1024, 1024**2, 1 / 1024, 1 / 1024**2)
 
 @lru_cache(maxsize=4096)
 def _signatures(kind: str, value: Value) -> frozenset[str]:
-    x = Duration.parse(str(value)).ms / 1000 if kind == "duration" else float(value)
+    if kind == "matchers":
+        return frozenset()  # a matcher is found by its sentinel label instead (_SENTINEL_NAME)
+    x = Duration.parse(str(value)).ms / 1000 if kind == "duration" else _number(value)
     forms = {format(x * m, ".6g") for m in _CONVERSIONS} | {str(value)}
     return frozenset(re.sub(r"\D", "", f).lstrip("0") for f in forms)
 
@@ -219,17 +278,26 @@ class _Walk:
         # key -> digit strings of the sentinel and of common conversions of it (to bytes, seconds,
         # minutes), so a difference caused by a derived value is blamed on the right setting.
         self.signatures: dict[str, tuple[str, ...]] = {}
+        self.labels: dict[str, str] = {}  # a selector sentinel's label name -> key
         for key, (leaf, s) in self.sentinels.items():
-            self.tokens[str(s)] = (key, "")
+            if leaf.kind == "matchers":
+                printed = _matchers(s)
+                self.tokens[printed] = (key, "")
+                self.labels.update(dict.fromkeys(_SENTINEL_NAME.findall(printed), key))
+            else:
+                self.tokens[str(s)] = (key, "")
             if leaf.kind == "float":
                 self.tokens[FORMATS["pct"](s)] = (key, "pct")
-                self.numbers[float(s)] = (key, "number")
-                self.numbers[1 - float(s)] = (key, "complement")
+                self.numbers[_number(s)] = (key, "number")
+                self.numbers[1 - _number(s)] = (key, "complement")
             elif leaf.kind == "int":
-                self.numbers[float(s)] = (key, "number")
+                self.numbers[_number(s)] = (key, "number")
             # A conversion that prints the real value the same way tells nothing: drop it.
             sigs = _signatures(leaf.kind, s) - _signatures(leaf.kind, leaf.value)
             self.signatures[key] = tuple(sorted(sig for sig in sigs if len(sig) >= 3))
+        # Selectors are found whole, the longest first; they hold no digits, so no number overlaps.
+        printed_selectors = sorted((t for t, (key, _) in self.tokens.items() if key in self.labels.values()), key=len)
+        self.selector_tokens = re.compile("|".join(re.escape(t) for t in reversed(printed_selectors)))
 
     def blame(self, node: Any) -> None:
         """Record a difference inside ``node``; suspect every setting printed (plainly or
@@ -242,15 +310,23 @@ class _Walk:
             for v in node:
                 self.blame(v)
         elif isinstance(node, str):
-            self.suspects.update(self.tokens[t][0] for t in _NUMBER.findall(node) if t in self.tokens)
+            self.suspects.update(self.tokens[node[a:b]][0] for a, b in self._spans(node))
             self._blame_derived(node)
         elif isinstance(node, int | float) and not isinstance(node, bool) and float(node) in self.numbers:
             self.suspects.add(self.numbers[float(node)][0])
 
     def _blame_derived(self, text: str) -> None:
-        """Suspect settings whose sentinel shows up converted (e.g. MiB printed as bytes)."""
+        """Suspect settings whose sentinel shows up converted (e.g. MiB printed as bytes, one
+        matcher of a selector printed alone)."""
         numbers = {re.sub(r"\D", "", n).lstrip("0") for n in _ANY_NUMBER.findall(text)}
         self.suspects.update(k for k, sigs in self.signatures.items() if numbers.intersection(sigs))
+        self.suspects.update(self.labels[n] for n in _SENTINEL_NAME.findall(text) if n in self.labels)
+
+    def _spans(self, text: str) -> list[tuple[int, int]]:
+        """Where sentinels are printed in ``text``, in order: numbers, and selectors whole."""
+        spans = [m.span() for m in _NUMBER.finditer(text) if m.group() in self.tokens]
+        spans += [m.span() for m in self.selector_tokens.finditer(text)] if self.labels else []
+        return sorted(spans)
 
     def walk(self, built: Any, real: Any) -> Any:
         """The template of ``built`` (a sentinel build), checked against ``real``."""
@@ -300,7 +376,7 @@ class _Walk:
     def _number(self, built: float, real: Any) -> Ref | None:
         key, fmt = self.numbers[built]
         self.seen.add(key)
-        value = float(self.sentinels[key][0].value)
+        value = _number(self.sentinels[key][0].value)
         if isinstance(real, bool) or not isinstance(real, int | float):
             return None
         return Ref(key, fmt) if float(real) == (value if fmt == "number" else 1 - value) else None
@@ -308,7 +384,7 @@ class _Walk:
     def _text(self, built: str, real: str) -> Text | str | None:
         """``built`` with its sentinels as references, when that reproduces ``real``; otherwise
         the key of the reference where they part, or None when no reference is to blame."""
-        spans = [m.span() for m in _NUMBER.finditer(built) if m.group() in self.tokens]
+        spans = self._spans(built)
         if not spans:
             return None
         bounds = [0, *(x for span in spans for x in span), len(built)]
@@ -350,7 +426,7 @@ def render(tmpl: Any, values: dict[str, Value]) -> Any:
     if isinstance(tmpl, Text):
         return "".join(p if isinstance(p, str) else FORMATS[p.fmt](values[p.key]) for p in tmpl.parts)
     if isinstance(tmpl, Ref):
-        value = float(values[tmpl.key])
+        value = _number(values[tmpl.key])
         return value if tmpl.fmt == "number" else 1 - value
     return tmpl
 
@@ -390,9 +466,15 @@ class _Unit:
         w = _Walk({leaf.key: (leaf, self.sentinels[leaf.key]) for leaf in chosen})
         try:
             built = self.build(cfg)
-        except Exception:  # a pack that cannot build with these values: some of them are to blame
+        except ValueError:  # the builder's own validation rejects a value: some of them are to blame
             w.differs = True
             return w
+        except Exception as exc:
+            keys = ", ".join(leaf.key for leaf in chosen)
+            raise TraceError(
+                f"mixin trace: unit {self.name} raised {type(exc).__name__}: {exc} when built with sentinel"
+                f" values for [{keys}]; a builder must build any valid config or reject a value with ValueError"
+            ) from exc
         w.template = w.walk(built, self.real)
         return w
 

@@ -12,9 +12,86 @@ import _jsonnet
 import pytest
 import yaml
 
-from infersight import bundle, bundle_files
+from infersight import bundle, bundle_files, deploy, promql
 from infersight.config import Config, parse_config
 from infersight.deploy import mixin, trace
+
+# Every setting the default mixin exposes in _config, in config order. A change here is a change
+# of what jsonnet users can override: review it.
+EXPOSED_KEYS = [
+    "selectors.vllm",
+    "selectors.dcgm",
+    "selectors.gpu_exporter",
+    "selectors.moe_exporter",
+    "intervals.evaluation",
+    "intervals.rate",
+    "slo.period",
+    "slo.burn_windows.0.long",
+    "slo.burn_windows.0.short",
+    "slo.burn_windows.0.factor",
+    "slo.burn_windows.1.short",
+    "slo.burn_windows.1.factor",
+    "slo.burn_windows.2.long",
+    "slo.burn_windows.2.short",
+    "slo.burn_windows.2.factor",
+    "slo.burn_windows.3.long",
+    "slo.burn_windows.3.factor",
+    "slo.availability.objective",
+    "slo.ttft.objective",
+    "slo.itl.objective",
+    "alerts.serving.target_down.for",
+    "alerts.serving.metrics_absent.for",
+    "kv_cache.alerts.saturation.for",
+    "kv_cache.alerts.saturation.usage_threshold",
+    "kv_cache.alerts.saturation.preemptions_per_second",
+    "kv_cache.alerts.saturation.queue_growth_per_second",
+    "kv_cache.alerts.preemptions.for",
+    "kv_cache.alerts.preemptions.per_second",
+    "kv_cache.alerts.queue_build_up.for",
+    "kv_cache.alerts.queue_build_up.p95_seconds",
+    "kv_cache.alerts.prefix_collapse.for",
+    "kv_cache.alerts.prefix_collapse.baseline_window",
+    "kv_cache.alerts.prefix_collapse.baseline_offset",
+    "kv_cache.alerts.prefix_collapse.min_baseline_ratio",
+    "kv_cache.alerts.prefix_collapse.min_queries_per_second",
+    "kv_cache.alerts.thrash.for",
+    "kv_cache.alerts.thrash.window",
+    "kv_cache.alerts.thrash.usage_stddev",
+    "kv_cache.alerts.thrash.preemptions_per_second",
+    "moe.min_expected_tokens_per_expert",
+    "moe.alerts.imbalance.for",
+    "moe.alerts.imbalance.variance_threshold",
+    "moe.alerts.dead_expert.for",
+    "gpu.alerts.memory_leak.for",
+    "gpu.alerts.memory_leak.kv_usage_rise",
+    "gpu.alerts.predicted_oom.for",
+    "gpu.alerts.predicted_oom.long_window",
+    "gpu.alerts.predicted_oom.short_window",
+    "gpu.alerts.xid.for",
+    "gpu.alerts.xid.window",
+    "gpu.alerts.ecc_double_bit.for",
+    "gpu.alerts.ecc_double_bit.window",
+    "gpu.alerts.throttling.for",
+    "gpu.alerts.throttling.window",
+    "gpu.alerts.throttling.thermal_ratio",
+    "gpu.alerts.throttling.power_ratio",
+    "gpu.alerts.temperature.for",
+    "gpu.alerts.temperature.celsius",
+    "gpu.alerts.bandwidth_kv_thrash.for",
+    "gpu.alerts.bandwidth_kv_thrash.mem_copy_ratio",
+    "gpu.alerts.bandwidth_kv_thrash.preemptions_per_second",
+    "gpu.alerts.idle_with_queue.for",
+    "gpu.alerts.idle_with_queue.util_ratio",
+    "gpu.alerts.idle_with_queue.min_waiting",
+    "gpu.alerts.telemetry_down.for",
+    "gpu.alerts.lost.for",
+    "gpu.alerts.lost.window",
+    "exporters.alerts.down.for",
+    "exporters.alerts.stale.for",
+    "exporters.alerts.errors.for",
+    "exporters.alerts.errors.window",
+    "exporters.alerts.errors.min_errors",
+]
 
 EVAL = """
 local m = (import 'mixin.libsonnet') + { _config+:: %s };
@@ -39,6 +116,15 @@ def written_bundle(root: Path) -> dict[str, Any]:
         "prometheusAlerts": {"groups": groups("alerts")},
         "grafanaDashboards": {p.name: json.loads(p.read_text()) for p in sorted((root / "dashboards").glob("*.json"))},
     }
+
+
+def strings(node: Any) -> list[str]:
+    """Every string inside a JSON value."""
+    if isinstance(node, dict):
+        return [s for v in node.values() for s in strings(v)]
+    if isinstance(node, list):
+        return [s for v in node for s in strings(v)]
+    return [node] if isinstance(node, str) else []
 
 
 def alert_expr(data: dict[str, Any], name: str, severity: str) -> str:
@@ -86,6 +172,24 @@ def _burn_windows(first_factor: float) -> list[dict[str, Any]]:
         ),
         # A window that names recording rules renames them everywhere, dashboards included.
         ({"intervals.rate": "10m"}, {"intervals": {"rate": "10m"}}),
+        (
+            {"selectors.vllm": ['job="my-vllm"', 'namespace="llm"']},
+            {"selectors": {"vllm": ['job="my-vllm"', 'namespace="llm"']}},
+        ),
+        (
+            {
+                "selectors.dcgm": ['job="dcgm"', 'cluster=~"gpu-.*"'],
+                "selectors.gpu_exporter": ['job!="other"'],
+                "selectors.moe_exporter": ['job="moe"', 'rank!=""'],
+            },
+            {
+                "selectors": {
+                    "dcgm": ['job="dcgm"', 'cluster=~"gpu-.*"'],
+                    "gpu_exporter": ['job!="other"'],
+                    "moe_exporter": ['job="moe"', 'rank!=""'],
+                }
+            },
+        ),
     ],
 )
 def test_jsonnet_override_equals_the_python_build_of_the_same_setting(
@@ -99,7 +203,7 @@ def test_config_exposes_traced_settings_with_their_values(bundle_dir: Path) -> N
         _jsonnet.evaluate_snippet("t", "(import 'mixin.libsonnet')._config", jpathdir=[str(bundle_dir / mixin.DIR)])
     )
     values = {leaf.key: leaf.value for leaf in trace.leaves(Config())}
-    assert settings and all(values[k] == v for k, v in settings.items())
+    assert settings and all(values[k] == (tuple(v) if isinstance(v, list) else v) for k, v in settings.items())
     assert "slo.burn_windows.0.factor" in settings
     # Bucket boundaries are printed in several forms; they stay a Python-side setting.
     assert "slo.ttft.threshold_seconds" not in settings
@@ -160,6 +264,83 @@ def test_a_unit_that_fails_on_some_values_still_exposes_the_others() -> None:
         if factor != 14.4:
             raise ValueError("this pack only knows the default factor")
         return {"for": str(cfg.alerts.serving.target_down.for_), "factor": f"x > {factor}"}
+
+    traced = trace.trace(Config(), ["unit"], build)
+    assert [leaf.key for leaf in traced.settings] == ["alerts.serving.target_down.for"]
+
+
+def test_a_builder_bug_under_a_sentinel_makes_the_trace_raise() -> None:
+    """A builder that crashes (TypeError here) is a bug to report, not a setting to hide."""
+
+    def build(name: str, cfg: Config) -> Any:
+        factor = cfg.slo.burn_windows[0].factor
+        if factor != 14.4:
+            raise TypeError("a bug that only shows for other values")
+        return {"factor": f"x > {factor}"}
+
+    with pytest.raises(trace.TraceError) as raised:
+        trace.trace(Config(), ["buggy-unit"], build)
+    message = str(raised.value)
+    assert "buggy-unit" in message and "slo.burn_windows.0.factor" in message and "TypeError" in message
+
+
+def test_only_a_build_that_writes_the_mixin_runs_the_trace(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Test stacks and promtool cases render without the deploy stage, or without the mixin: no trace."""
+    calls: list[str] = []
+
+    def counting_trace(*args: Any) -> trace.Traced:
+        calls.append("trace")
+        return trace.Traced({name: [] for name in mixin.unit_names()}, ())
+
+    monkeypatch.setattr(trace, "trace", counting_trace)
+    built = bundle.build(Config())
+    bundle_files.render(built, with_deploy=False)
+    deploy.artefacts(built, with_mixin=False)
+    assert calls == []
+    deploy.artefacts(built, with_mixin=True)
+    assert calls == ["trace"]
+
+
+def test_the_default_mixin_exposes_exactly_these_settings(bundle_dir: Path) -> None:
+    settings = json.loads(
+        _jsonnet.evaluate_snippet("t", "(import 'mixin.libsonnet')._config", jpathdir=[str(bundle_dir / mixin.DIR)])
+    )
+    assert sorted(settings) == sorted(EXPOSED_KEYS)
+    assert len(set(EXPOSED_KEYS)) == len(EXPOSED_KEYS)
+
+
+def test_overriding_a_selector_rewrites_every_expression_that_prints_it(bundle_dir: Path) -> None:
+    default = strings(evaluate(bundle_dir))
+    mine = strings(evaluate(bundle_dir, {"selectors.vllm": ['job="my-vllm"', 'namespace="llm"']}))
+    assert any('{job="vllm"' in s for s in default)
+    assert not any('job="vllm"' in s for s in mine)
+    assert any('{job="my-vllm", namespace="llm"' in s for s in mine)
+
+
+def test_a_selector_printed_whole_is_traced_and_renders_like_the_python_build() -> None:
+    def build(name: str, cfg: Config) -> Any:
+        return {"expr": "up" + promql.braces([*cfg.selectors.vllm, 'model_name="m"']) + " == 0"}
+
+    traced = trace.trace(Config(), ["unit"], build)
+    assert [leaf.key for leaf in traced.settings] == ["selectors.vllm"]
+    mine = ['job="a"', 'namespace=~"b-.*"']
+    assert trace.render(traced.templates["unit"], {"selectors.vllm": mine}) == build(
+        "unit", parse_config({"selectors": {"vllm": mine}})
+    )
+
+
+@pytest.mark.parametrize(
+    "printed",
+    [
+        lambda sel: f"up{{{sel[0]}}}",  # only the first matcher: jsonnet would print them all
+        lambda sel: "up{" + ",".join(sel) + "}",  # joined another way than promql.braces
+        lambda sel: "up{" + ", ".join(sorted(sel)) + "}",  # reordered
+        lambda sel: json.dumps("up{" + ", ".join(sel) + "}"),  # escaped inside another string
+    ],
+)
+def test_a_selector_printed_in_another_form_is_not_exposed(printed: Any) -> None:
+    def build(name: str, cfg: Config) -> Any:
+        return {"expr": printed(cfg.selectors.vllm), "for": str(cfg.alerts.serving.target_down.for_)}
 
     traced = trace.trace(Config(), ["unit"], build)
     assert [leaf.key for leaf in traced.settings] == ["alerts.serving.target_down.for"]
