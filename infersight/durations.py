@@ -6,6 +6,7 @@ profile divides all of them by one factor, and this module is the one place that
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +30,7 @@ _WHOLE = re.compile(r"^(?:\d+(?:ms|[ywdhms]))+$")
 
 
 class DurationError(ValueError):
-    """A string is not a Prometheus duration."""
+    """A string is not a Prometheus duration, or one Prometheus cannot hold."""
 
 
 @dataclass(frozen=True, order=True)
@@ -41,12 +42,19 @@ class Duration:
     @classmethod
     def parse(cls, text: str) -> Duration:
         text = text.strip()
+        shown = text if len(text) <= 40 else text[:37] + "..."
         if not _WHOLE.match(text):
             raise DurationError(
-                f"{text!r} is not a Prometheus duration; use digits and units "
+                f"{shown!r} is not a Prometheus duration; use digits and units "
                 "ms, s, m, h, d, w, y (e.g. 30s, 5m, 1h30m)"
             )
-        return cls(sum(int(n) * _UNIT_MS[u] for n, u in _PART.findall(text)))
+        # A number of more than 16 digits exceeds the range in any unit; stopping there also
+        # keeps int() away from Python's limit on digits.
+        parts = [(n.lstrip("0") or "0", u) for n, u in _PART.findall(text)]
+        ms = None if any(len(n) > 16 for n, _ in parts) else sum(int(n) * _UNIT_MS[u] for n, u in parts)
+        if ms is None or ms > MAX_DURATION.ms:
+            raise DurationError(f"{shown!r} is out of Prometheus's range; durations are at most {MAX_DURATION}")
+        return cls(ms)
 
     @classmethod
     def seconds(cls, value: float) -> Duration:
@@ -57,7 +65,10 @@ class Duration:
         return self.ms / 1000
 
     def scaled(self, factor: float) -> Duration:
-        """Divide by the time-scale factor, never below one millisecond."""
+        """Divide by the time-scale factor, never below one millisecond. A factor under 1 would
+        stretch a duration past what the config checked (and Prometheus's range)."""
+        if not (math.isfinite(factor) and factor >= 1):
+            raise ValueError(f"time-scale factor {factor} must be a finite number >= 1")
         return Duration(max(1, round(self.ms / factor))) if self.ms else self
 
     def __mul__(self, k: float) -> Duration:
@@ -96,3 +107,9 @@ class Duration:
         return core_schema.no_info_plain_validator_function(
             validate, serialization=core_schema.plain_serializer_function_ser_schema(str)
         )
+
+
+# Prometheus holds a duration as a Go time.Duration, int64 nanoseconds: 9223372036854ms at most,
+# and `promtool check rules` refuses one more ("duration out of range") in for:, a range or an
+# offset. The largest whole year below it is the bound the config enforces.
+MAX_DURATION = Duration(292 * _UNIT_MS["y"])

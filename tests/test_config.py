@@ -44,6 +44,22 @@ def test_negative_duration() -> None:
     assert "negative" in msg and "'-15s'" in msg
 
 
+@pytest.mark.parametrize(
+    ("data", "path"),
+    [
+        ({"alerts": {"serving": {"target_down": {"for": "293y"}}}}, "alerts.serving.target_down.for"),
+        ({"slo": {"period": "1000y"}}, "slo.period"),
+        ({"moe": {"window": "9223372036855ms"}}, "moe.window"),
+    ],
+)
+def test_durations_beyond_prometheus_range_are_refused(data: dict[str, Any], path: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(data)
+    msg = dict(info.value.problems)[path]
+    assert "out of Prometheus's range" in msg and "at most 292y" in msg
+    assert len(str(info.value).splitlines()) == 2  # the file, then one line for the field
+
+
 def test_threshold_must_be_a_bucket_boundary() -> None:
     msg = _problems({"slo": {"ttft": {"threshold_seconds": 3}}})["slo.ttft.threshold_seconds"]
     assert "bucket boundary" in msg and "2.5" in msg
