@@ -1,6 +1,8 @@
 """``infersight up``: build the bundle, start a whole stack on loopback (tiny vLLM models,
 exporters, Prometheus with the time-scaled rules, Alertmanager), prove the alerts with a short
-validation suite, write the report, and stop everything again.
+validation suite, write the report, and stop everything again. With ``--keep-running`` it also
+shows the bundle's dashboards with the stack's data: in a Grafana it starts where one is installed,
+else through the ``docker run`` it prints (infersight.stack.grafana).
 
 All temporary state lives in one folder, named at the start and removed at the end (also on
 Ctrl-C, SIGTERM or an error); the report and the bundle go to ``--report-dir``, which stays.
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import functools
 import logging
+import os
 import shutil
 import signal
 import sys
@@ -22,6 +25,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
@@ -41,9 +45,12 @@ from infersight.config import Config
 from infersight.loadgen.prompts import load_vocabulary
 from infersight.loadgen.scenario import Scenario, ScenarioError
 from infersight.loadgen.target import TargetError, check_target
+from infersight.stack import grafana
+from infersight.stack.ports import LOOPBACK, free_port
 from infersight.stack.process import ServiceError
 from infersight.stack.tiny_models import ModelKind
 from infersight.validate.apis import AlertmanagerApi, PrometheusApi
+from infersight.validate.dashboard_data import check_dashboards
 from infersight.validate.local_stack import Endpoint, LocalStack
 from infersight.validate.session import Monitoring, ScenarioRun, SessionError, Target, run_suite, served_model
 
@@ -160,12 +167,56 @@ def _target(endpoint: Endpoint) -> Target:
     )
 
 
-def _wait_for_ctrl_c(stack: LocalStack) -> None:
+@dataclass
+class _GrafanaView:
+    """How to see the dashboards live: a Grafana started here, or the command that starts one."""
+
+    overview: str  # the overview dashboard's URL
+    started: grafana.Grafana | None = None
+    docker: str | None = None
+
+
+def _grafana_view(stack: LocalStack) -> _GrafanaView:
+    """A Grafana on the stack's Prometheus and Alertmanager with the stack's own (time-scaled)
+    dashboards: started when a Grafana server is on PATH, else the ``docker run`` that starts one."""
+    assert stack.observed is not None
+    observed, cfg = stack.observed, stack.cfg
+    provisioning = grafana.Provisioning(observed.bundle, observed.prometheus.url, observed.alertmanager.url)
+    dashboards = (observed.bundle_dir / "dashboards").resolve()
+    folder = (stack.workdir / "grafana").resolve()
+    uid = grafana.overview_uid(cfg)
+    command = grafana.server_command()
+    if command is not None:
+        say(f"starting Grafana ({' '.join(command)}) with the dashboards")
+        try:
+            started = grafana.Grafana(folder, provisioning, dashboards, command).start()
+            return _GrafanaView(grafana.dashboard_url(started.url, uid), started=started)
+        except ServiceError as exc:
+            print(f"infersight up: Grafana did not start: {exc}", file=sys.stderr)
+    container_dashboards = cfg.deploy.grafana.dashboards_path
+    provisioning.write(folder / "provisioning", container_dashboards)
+    port = free_port()
+    docker = grafana.docker_command(folder / "provisioning", dashboards, container_dashboards, port, os.getuid())
+    return _GrafanaView(grafana.dashboard_url(f"http://{LOOPBACK}:{port}", uid), docker=docker)
+
+
+def _say_grafana(view: _GrafanaView) -> None:
+    if view.started is not None:
+        say(f"  {'Grafana (read-only)':<22} {view.overview}")
+        return
+    say("no Grafana server on PATH (grafana or grafana-server); to see the dashboards with this stack's data, run")
+    say(f"  {view.docker}")
+    say(f"and open {view.overview} (Linux: the container shares the host's network to reach 127.0.0.1)")
+
+
+def _wait_for_ctrl_c(stack: LocalStack, shown: grafana.Grafana | None) -> None:
     say("the stack stays up; press Ctrl-C to stop it and remove the temporary folder")
     reported: set[str] = set()
     while True:
         time.sleep(5)
         dead = set(stack.healthy())
+        if shown is not None and not shown.alive:
+            dead.add("Grafana")
         if dead - reported:
             say(f"stopped by itself: {', '.join(sorted(dead - reported))}")
         reported = dead
@@ -255,9 +306,37 @@ def _run(
     except SessionError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
+    view = _grafana_view(stack) if args.keep_running else None
+    try:
+        return _report(args, stack, mon, runs, skipped, view)
+    finally:
+        if view is not None and view.started is not None:
+            with _uninterruptible():
+                view.started.stop()
+
+
+def _report(
+    args: argparse.Namespace,
+    stack: LocalStack,
+    mon: Monitoring,
+    runs: list[ScenarioRun],
+    skipped: list[str],
+    view: _GrafanaView | None,
+) -> int:
+    """Write the report (each dashboard's panels with data over the run, and links into the Grafana
+    when one was started), say the outcome, and with --keep-running wait for Ctrl-C."""
     from infersight.validate import report  # matplotlib: imported only when a report is written
 
+    assert stack.observed is not None
+    prom, am = stack.observed.prometheus, stack.observed.alertmanager
+    bundle_dir = args.report_dir / "bundle"
     meta = report.ReportMeta(stack.cfg.time_scale, prom.url, am.url, known_alerts(mon.prometheus))
+    if runs:
+        span = min(r.window.start for r in runs), max(r.window.end for r in runs)
+        boards = stack.observed.bundle.dashboards
+        meta.dashboards = check_dashboards(mon.prometheus, boards, *span, stack.observed.scrape_seconds())
+    if view is not None and view.started is not None:
+        meta.grafana_url = view.started.url
     meta.notes += skipped
     intervals = stack.cfg.intervals
     meta.notes.append(
@@ -269,13 +348,14 @@ def _run(
         f"Stack started by infersight up (temporary, now removed); the dashboards and rules to deploy are in "
         f"{bundle_dir.resolve()} (embedded defaults, production timings)."
     )
-    index, summary = report.write_report(report_dir, runs, meta)
+    index, summary = report.write_report(args.report_dir, runs, meta)
     print_outcome(runs, summary, index)
     say(f"dashboards and rules: {bundle_dir.resolve()}")
     for note in skipped:
         say(f"note: {note}")
-    if args.keep_running:
+    if view is not None:
         for name, url in stack.urls().items():
             say(f"  {name:<22} {url}")
-        _wait_for_ctrl_c(stack)
+        _say_grafana(view)
+        _wait_for_ctrl_c(stack, view.started)
     return EXIT_MISSED if summary.missed else 0

@@ -4,6 +4,9 @@ for a Grafana that reads files, and the provider/datasource pieces the Helm over
 The dashboards' ``datasource`` variable defaults to ``dashboards.datasource_uid``; the
 provisioned datasource carries exactly that uid, and ``timeInterval`` set to the scrape
 interval so ``$__rate_interval`` always spans enough scrapes.
+
+The same writers provision the Grafana that ``infersight up`` starts (infersight.stack.grafana):
+there the URLs and the dashboards' folder are the local stack's, passed in instead of the config's.
 """
 
 from __future__ import annotations
@@ -12,8 +15,9 @@ from typing import Any
 
 from infersight.config import Config
 
-PROVIDER_PATH = "deploy/grafana/provisioning/dashboards/infersight.yaml"
-DATASOURCE_PATH = "deploy/grafana/provisioning/datasources/infersight.yaml"
+PROVISIONING_DIR = "deploy/grafana/provisioning"
+PROVIDER_PATH = f"{PROVISIONING_DIR}/dashboards/infersight.yaml"
+DATASOURCE_PATH = f"{PROVISIONING_DIR}/datasources/infersight.yaml"
 
 
 def folder_uid(cfg: Config) -> str:
@@ -35,23 +39,45 @@ def provider(cfg: Config, path: str) -> dict[str, Any]:
     }
 
 
-def provider_file(cfg: Config) -> dict[str, Any]:
-    return {"apiVersion": 1, "providers": [provider(cfg, cfg.deploy.grafana.dashboards_path)]}
+def provider_file(cfg: Config, dashboards_path: str | None = None) -> dict[str, Any]:
+    """The dashboards provider; ``dashboards_path`` (default ``deploy.grafana.dashboards_path``) is
+    the folder of dashboard JSON as that Grafana sees it."""
+    return {"apiVersion": 1, "providers": [provider(cfg, dashboards_path or cfg.deploy.grafana.dashboards_path)]}
 
 
-def datasource_file(cfg: Config) -> dict[str, Any]:
-    return {
-        "apiVersion": 1,
-        "datasources": [
+def alertmanager_datasource_uid(cfg: Config) -> str:
+    return f"{cfg.dashboards.uid_prefix}-alertmanager"
+
+
+def datasource_file(
+    cfg: Config, prometheus_url: str | None = None, alertmanager_url: str | None = None
+) -> dict[str, Any]:
+    """The Prometheus datasource (``prometheus_url``, default ``deploy.prometheus_url``) and, when
+    ``alertmanager_url`` is given, an Alertmanager datasource beside it."""
+    sources: list[dict[str, Any]] = [
+        {
+            "name": "infersight Prometheus",
+            "type": "prometheus",
+            "uid": cfg.dashboards.datasource_uid,
+            "access": "proxy",
+            "url": prometheus_url or cfg.deploy.prometheus_url,
+            "isDefault": False,
+            "editable": False,
+            "jsonData": {"timeInterval": str(cfg.scaled(cfg.intervals.scrape)), "httpMethod": "POST"},
+        }
+    ]
+    if alertmanager_url:
+        sources.append(
             {
-                "name": "infersight Prometheus",
-                "type": "prometheus",
-                "uid": cfg.dashboards.datasource_uid,
+                "name": "infersight Alertmanager",
+                "type": "alertmanager",
+                "uid": alertmanager_datasource_uid(cfg),
                 "access": "proxy",
-                "url": cfg.deploy.prometheus_url,
+                "url": alertmanager_url,
                 "isDefault": False,
                 "editable": False,
-                "jsonData": {"timeInterval": str(cfg.scaled(cfg.intervals.scrape)), "httpMethod": "POST"},
+                # Prometheus's own Alertmanager (not Mimir's or Cortex's); Grafana's alerts stay in Grafana.
+                "jsonData": {"implementation": "prometheus", "handleGrafanaManagedAlerts": False},
             }
-        ],
-    }
+        )
+    return {"apiVersion": 1, "datasources": sources}

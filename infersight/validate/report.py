@@ -1,6 +1,8 @@
 """The validation report: ``index.html`` (summary per alert, then per scenario the load, the
 actions, the expectations met or missed, a plot with alert bands, client-versus-server TTFT and
-every alert seen), ``plots/*.png`` and ``validation.json`` with the same figures for machines.
+every alert seen; then, when given, each dashboard's panels and whether they had data during the
+run, with links into a Grafana showing them), ``plots/*.png`` and ``validation.json`` with the same
+figures for machines.
 
 Every file is written atomically. Nothing here sees prompt or completion text: the load
 generator's results hold counts and times only.
@@ -18,7 +20,9 @@ from typing import Any
 
 import infersight
 from infersight.output import dump_json, write_atomic
+from infersight.stack.grafana import dashboard_url
 from infersight.validate import plots
+from infersight.validate.dashboard_data import DashboardCheck
 from infersight.validate.evaluator import ExpectationResult, Summary, faults, summarize
 from infersight.validate.series import CLIENT_QUANTILES
 from infersight.validate.session import ScenarioRun
@@ -36,11 +40,17 @@ class ReportMeta:
     alertmanager: str | None
     known_alerts: list[str] = field(default_factory=list)  # every alert rule loaded in Prometheus
     notes: list[str] = field(default_factory=list)  # e.g. scenarios `up` skipped, where the bundle is
+    dashboards: list[DashboardCheck] = field(default_factory=list)  # panels and whether they had data
+    grafana_url: str | None = None  # a Grafana showing those dashboards with this run's data
     generated_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 
 
 def _e(value: object) -> str:
     return html.escape(str(value), quote=True)
+
+
+class _Html(str):
+    """A table cell that is already HTML (a link), not text to escape."""
 
 
 def _s(value: float | None, digits: int = 1) -> str:
@@ -52,7 +62,7 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[object]], classes: Se
     body = []
     for k, row in enumerate(rows):
         cls = f' class="{_e(classes[k])}"' if k < len(classes) and classes[k] else ""
-        body.append(f"<tr{cls}>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>")
+        body.append(f"<tr{cls}>" + "".join(f"<td>{c if isinstance(c, _Html) else _e(c)}</td>" for c in row) + "</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
@@ -253,6 +263,49 @@ def _scenario_section(run: ScenarioRun, plot: str) -> str:
     return "\n".join(parts)
 
 
+def _link(url: str, text: str) -> _Html:
+    return _Html(f'<a href="{_e(url)}">{_e(text)}</a>')
+
+
+def _run_span(runs: Sequence[ScenarioRun]) -> tuple[float, float] | None:
+    if not runs:
+        return None
+    return min(r.window.start for r in runs), max(r.window.end for r in runs)
+
+
+def _dashboards_section(checks: Sequence[DashboardCheck], grafana: str | None, span: tuple[float, float] | None) -> str:
+    start, end = span if span else (None, None)
+    where = (
+        f"The links open them in the Grafana at {_e(grafana)} over this run's time range, while it runs."
+        if grafana
+        else "No Grafana was started: <code>infersight up --keep-running</code> starts one where a Grafana server "
+        "is installed, and prints a <code>docker run</code> of Grafana's image where none is."
+    )
+    parts = [
+        "<h2>Dashboards</h2>",
+        "<p>Each panel's queries, with every variable on All, asked of Prometheus over the whole run; a panel had "
+        f"data when one of them returned a sample. {where}</p>",
+    ]
+    for board in checks:
+        heading = f"{_e(board.title)} ({_e(board.file)}): {board.with_data} of {len(board.panels)} panels had data"
+        parts.append(f'<section id="dashboard-{_e(board.uid)}"><h3>{heading}</h3>')
+        if grafana:
+            link = _link(dashboard_url(grafana, board.uid, start, end), "open in Grafana")
+            parts.append(f"<p>{link}</p>")
+        rows: list[list[object]] = []
+        classes = []
+        for panel in board.panels:
+            title: object = panel.title
+            if grafana and panel.id is not None:
+                title = _link(dashboard_url(grafana, board.uid, start, end, panel.id), panel.title)
+            data = "yes" if panel.had_data else ("no" if panel.queries else "no queries")
+            rows.append([title, panel.kind, data, panel.series, "; ".join(panel.errors)])
+            classes.append("bad" if panel.errors else ("" if panel.had_data else "dim"))
+        parts.append(_table(("panel", "type", "data during the run", "series with data", "errors"), rows, classes))
+        parts.append("</section>")
+    return "\n".join(parts)
+
+
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; max-width: 1100px; color: #222; }
 table { border-collapse: collapse; margin: 0.5em 0 1em; font-size: 0.85em; }
@@ -286,6 +339,8 @@ def render_html(runs: Sequence[ScenarioRun], summary: Summary, meta: ReportMeta,
     ]
     body = [_summary_section(summary, meta.time_scale), "<h2>Scenarios</h2>"]
     body += [_scenario_section(run, plot) for run, plot in zip(runs, plot_names, strict=True)]
+    if meta.dashboards:
+        body.append(_dashboards_section(meta.dashboards, meta.grafana_url, _run_span(runs)))
     return "\n".join([*header, *body, "</body></html>\n"])
 
 
@@ -328,6 +383,26 @@ def _json(runs: Sequence[ScenarioRun], summary: Summary, meta: ReportMeta) -> di
                 "client_ttft": r.load["summary"]["overall"]["ttft_s"],
             }
             for r in runs
+        ],
+        "grafana_url": meta.grafana_url,
+        "dashboards": [
+            {
+                "file": d.file,
+                "uid": d.uid,
+                "title": d.title,
+                "panels": [
+                    {
+                        "id": p.id,
+                        "title": p.title,
+                        "type": p.kind,
+                        "had_data": p.had_data,
+                        "series": p.series,
+                        "errors": list(p.errors),
+                    }
+                    for p in d.panels
+                ],
+            }
+            for d in meta.dashboards
         ],
     }
 

@@ -29,6 +29,7 @@ from infersight.durations import Duration
 from infersight.output import dump_yaml
 from infersight.rules import RecordingRule, RuleGroup
 from tests import written
+from tests.grafana_provisioning import provisioning_problems
 
 from .conftest import docs, tool
 
@@ -194,15 +195,13 @@ def test_kubernetes_manifests(tmp_path: Path, built: dict[str, str]) -> None:
 def test_grafana_provisioning_points_dashboards_at_the_provisioned_datasource(built: dict[str, str]) -> None:
     provider = yaml.safe_load(built[grafana.PROVIDER_PATH])
     datasource = yaml.safe_load(built[grafana.DATASOURCE_PATH])
-    assert provider["apiVersion"] == 1 and datasource["apiVersion"] == 1
+    boards = {rel: json.loads(text) for rel, text in built.items() if rel.startswith("dashboards/")}
+    assert provisioning_problems(provider, datasource, boards) == []  # the rules `up`'s Grafana is held to too
     assert provider["providers"][0]["folder"] == "infersight"
     assert provider["providers"][0]["options"]["path"] == "/var/lib/grafana/dashboards/infersight"
     source = datasource["datasources"][0]
     assert source["type"] == "prometheus" and source["jsonData"]["timeInterval"] == "15s"
-    for rel, text in built.items():
-        if rel.startswith("dashboards/"):
-            variable = next(v for v in json.loads(text)["templating"]["list"] if v["type"] == "datasource")
-            assert variable["current"]["value"] == source["uid"], rel
+    assert source["url"] == "http://127.0.0.1:9090"  # deploy.prometheus_url
 
 
 def test_otelcol_defines_every_pipeline_component(built: dict[str, str]) -> None:
