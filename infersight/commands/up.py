@@ -97,7 +97,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--target", help="validate an existing vLLM at this URL instead of starting one")
     p.add_argument("--allow-remote", action="store_true", help="allow a --target that is not a loopback address")
-    p.add_argument("--keep-running", action="store_true", help="leave the stack up afterwards; Ctrl-C stops it")
+    p.add_argument(
+        "--keep-running",
+        action="store_true",
+        help="leave the stack up afterwards, with a Grafana showing the dashboards (started where one is installed, "
+        "else a docker command to start one); Ctrl-C stops it",
+    )
     p.add_argument(
         "--workdir",
         type=Path,
@@ -271,7 +276,7 @@ def _run(
     report_dir: Path = args.report_dir
     bundle_dir = report_dir / "bundle"
     say(f"building the bundle (embedded defaults) into {bundle_dir}")
-    bundle_files.write(bundle_files.render(bundle.build(Config())), bundle_dir)
+    bundle_files.write(bundle_files.render(bundle.build(Config()), with_mixin=True), bundle_dir)
     try:
         stack.start()
         if target:
