@@ -1,8 +1,10 @@
 """``infersight loadgen``: run a load scenario, check scenario files, serve the stub.
 
 Exit codes of ``loadgen run``: 0 a valid, complete run; 1 the run is invalid (the client fell
-behind its schedule; results are still written); 2 bad input (scenario, flags, target; nothing
-was sent); 3 the target did not answer before the run; 130 interrupted (partial results written).
+behind its schedule, the responses were not OpenAI-shaped, or the client failed; results are
+still written); 2 bad input (scenario, flags, target, results folder; nothing was sent); 3 the
+target did not answer before the run; 4 the results could not be written; 130 interrupted
+(partial results written).
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ from typing import Any
 import infersight
 from infersight.loadgen import runner, stub_server
 from infersight.loadgen.prompts import TokenizerError, load_vocabulary
+from infersight.loadgen.results import ResultsLocationError, ResultsWriteError, check_results_dir
 from infersight.loadgen.scenario import Scenario, ScenarioError, load_scenario
 from infersight.loadgen.target import TargetError, check_target
 
-EXIT_INVALID, EXIT_BAD_INPUT, EXIT_TARGET, EXIT_INTERRUPTED = 1, 2, 3, 130
+EXIT_INVALID, EXIT_BAD_INPUT, EXIT_TARGET, EXIT_NOT_WRITTEN, EXIT_INTERRUPTED = 1, 2, 3, 4, 130
 
 
 def scenario_dirs() -> list[Path]:
@@ -112,6 +115,11 @@ def print_summary(run: dict[str, Any], json_path: Path, csv_path: Path) -> None:
     print(f"wrote {json_path} and {csv_path}")
 
 
+def default_results_dir(scenario_name: str) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return Path("loadgen-results") / f"{scenario_name}-{stamp}"
+
+
 def run_command(args: argparse.Namespace) -> int:
     try:
         scenario = _load(args.scenario)
@@ -119,6 +127,11 @@ def run_command(args: argparse.Namespace) -> int:
             scenario = scenario.model_copy(update={"seed": args.seed})
         target = check_target(args.target, args.allow_remote)
         vocabulary = load_vocabulary(args.tokenizer)
+        out_dir = args.out or default_results_dir(scenario.name)
+        check_results_dir(out_dir)
+    except ResultsLocationError as exc:
+        print(f"infersight loadgen run: --out {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except (ScenarioError, TargetError, TokenizerError) as exc:
         print(f"infersight loadgen run: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -128,8 +141,6 @@ def run_command(args: argparse.Namespace) -> int:
             "`loadgen run` sends the traffic only",
             file=sys.stderr,
         )
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    out_dir = args.out or Path("loadgen-results") / f"{scenario.name}-{stamp}"
     opts = runner.RunOptions(
         target=target,
         out_dir=out_dir,
@@ -142,6 +153,9 @@ def run_command(args: argparse.Namespace) -> int:
     except TargetError as exc:
         print(f"infersight loadgen run: {exc}", file=sys.stderr)
         return EXIT_TARGET
+    except ResultsWriteError as exc:  # the folder was checked before the run: it changed under it
+        print(f"infersight loadgen run: {exc}", file=sys.stderr)
+        return EXIT_NOT_WRITTEN
     print_summary(outcome.run, outcome.json_path, outcome.csv_path)
     if outcome.ended == "interrupted":
         return EXIT_INTERRUPTED

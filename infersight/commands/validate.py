@@ -3,8 +3,8 @@
 fast, and which alerts fired on healthy traffic.
 
 Exit codes: 0 every expectation met (or skipped); 1 an expectation was missed; 2 bad input
-(scenario, flag, URL; nothing was sent); 3 the target or the monitoring stack did not answer;
-130 interrupted (no report).
+(scenario, flag, URL, report folder; nothing was sent); 3 the target or the monitoring stack did
+not answer; 130 interrupted (no report).
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from infersight.commands.loadgen import resolve_scenario
 from infersight.config import Config, ConfigError, load_config
 from infersight.durations import Duration
 from infersight.loadgen.prompts import TokenizerError, load_vocabulary
+from infersight.loadgen.results import ResultsLocationError, check_results_dir
 from infersight.loadgen.scenario import Scenario, ScenarioError, load_scenario
-from infersight.loadgen.target import TargetError, check_target
+from infersight.loadgen.target import TargetError, base_url, check_target
 from infersight.stack.observed import VALIDATION_TIME_SCALE
 from infersight.validate.apis import AlertmanagerApi, ApiError, PrometheusApi
 from infersight.validate.controls import command_controls
@@ -137,16 +138,26 @@ def run_validate(args: argparse.Namespace) -> int:
         url = check_target(args.target, args.allow_remote)
         vocabulary = load_vocabulary(args.tokenizer)
         cfg = load_config(args.config) if args.config is not None else Config()
+        prometheus_url = base_url(args.prometheus, "--prometheus", "http://127.0.0.1:9090", allow_path=True)
+        alertmanager_url = (
+            base_url(args.alertmanager, "--alertmanager", "http://127.0.0.1:9093", allow_path=True)
+            if args.alertmanager
+            else None
+        )
+        check_results_dir(args.report_dir)
+    except ResultsLocationError as exc:
+        print(f"{prog}: --report-dir {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except (ScenarioError, TargetError, TokenizerError, ConfigError) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     controls = command_controls(
         url, args.server_kill_cmd, args.target_down_cmd, args.target_up_cmd, args.gpu_control_file
     )
-    prom = PrometheusApi(args.prometheus)
+    prom = PrometheusApi(prometheus_url)
     mon = Monitoring(
         prom,
-        AlertmanagerApi(args.alertmanager) if args.alertmanager else None,
+        AlertmanagerApi(alertmanager_url) if alertmanager_url else None,
         cfg,
         args.time_scale,
         settle_timeout_s=args.settle.total_seconds,

@@ -1,25 +1,35 @@
-"""The streaming OpenAI-compatible client (aiohttp): one POST per request, no retries.
+"""The streaming OpenAI-compatible client (aiohttp): one POST per request, no retries, no redirects.
 
 aiohttp never retries a POST on its own, and this client adds no retry either: a failed request
-is a measurement (errors by status code), not something to hide.
+is a measurement (errors by status code or kind), not something to hide. Every request ends in
+exactly one outcome: ok, an HTTP status, or one of ``records.ERROR_KINDS``. Redirects are not
+followed: load goes only where ``--target`` says (a redirect could lead off loopback).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import re
 import time
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
 import aiohttp
 
 from infersight.loadgen.records import RequestRecord, RequestSpec
+from infersight.loadgen.stream_chunks import (
+    EVENT_STREAM,
+    MAX_EVENT_BYTES,
+    BadResponse,
+    Endpoint,
+    ServerError,
+    error_type,
+    parse_event,
+)
 from infersight.loadgen.timings import StreamTimer
 
-Endpoint = Literal["completions", "chat"]
-_ERROR_TYPE = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
+__all__ = ["Endpoint", "OpenAIStreamClient", "request_body"]
+
 _MAX_ERROR_BODY = 64 * 1024
 
 
@@ -35,22 +45,6 @@ def request_body(endpoint: Endpoint, model: str, prompt: str, max_tokens: int, i
         body["ignore_eos"] = True  # vLLM extensions: produce exactly max_tokens
         body["min_tokens"] = max_tokens
     return body
-
-
-def _error_type(payload: Any) -> str | None:
-    """The short error ``type`` of an OpenAI-style error object; never its message (it may quote input)."""
-    if not isinstance(payload, dict):
-        return None
-    err = payload.get("error", payload)
-    kind = err.get("type") if isinstance(err, dict) else None
-    return kind if isinstance(kind, str) and _ERROR_TYPE.match(kind) else None
-
-
-def _content(choice: dict[str, Any], endpoint: Endpoint) -> bool:
-    if endpoint == "chat":
-        delta = choice.get("delta") or {}
-        return bool(delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning"))
-    return bool(choice.get("text"))
 
 
 class OpenAIStreamClient:
@@ -83,20 +77,34 @@ class OpenAIStreamClient:
         timer = StreamTimer(sent)
         try:
             async with self._session.post(
-                self._url, data=data, headers={"Content-Type": "application/json"}, timeout=self._timeout
+                self._url,
+                data=data,
+                headers={"Content-Type": "application/json"},
+                timeout=self._timeout,
+                allow_redirects=False,
             ) as resp:
                 rec.status = resp.status
                 if resp.status != 200:
                     rec.error = "http"
-                    rec.error_type = _error_type(await self._json_or_none(resp))
+                    rec.error_type = error_type(await self._json_or_none(resp))
                     return
+                if resp.content_type != EVENT_STREAM:
+                    raise BadResponse("not_an_event_stream")
                 await self._read_stream(resp, timer, rec)
+        except BadResponse as exc:
+            rec.error, rec.error_type = "bad_response", exc.reason
         except TimeoutError:
             rec.error = "timeout"
+        except aiohttp.InvalidURL:
+            rec.error = "invalid_url"
         except aiohttp.ClientConnectorError:
             rec.error = "connect"
         except (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError, aiohttp.ClientOSError):
             rec.error = "disconnected"
+        except aiohttp.ClientResponseError:  # raised before any status: the reply was not HTTP
+            rec.error = "protocol_error"
+        except aiohttp.ClientError as exc:
+            rec.error, rec.error_type = "client_error", type(exc).__name__
         except asyncio.CancelledError:
             rec.error = "cancelled"
             raise
@@ -117,35 +125,29 @@ class OpenAIStreamClient:
         """Parse server-sent events as bytes arrive; events of one read share its arrival time."""
         clock, endpoint = self._clock, self._endpoint
         pending = b""
+        chunks = 0
         async for data in resp.content.iter_any():
             t = clock()
             pending += data
             *events, pending = pending.split(b"\n\n")
+            if len(pending) > MAX_EVENT_BYTES:
+                raise BadResponse("event_too_large")
             for event in events:
                 for line in event.split(b"\n"):
-                    if line.startswith(b"data:") and self._on_data(line[5:].strip(), t, timer, rec, endpoint):
+                    if not line.startswith(b"data:"):
+                        continue
+                    parsed = parse_event(line[5:].strip(), endpoint)
+                    if parsed is None:  # [DONE]
+                        if not chunks:
+                            raise BadResponse("no_chunks")
                         return
+                    if isinstance(parsed, ServerError):
+                        rec.error, rec.error_type = "stream_error", parsed.error_type
+                        return
+                    chunks += 1
+                    if parsed.completion_tokens is not None:
+                        rec.completion_tokens = parsed.completion_tokens
+                    if parsed.prompt_tokens is not None:
+                        rec.prompt_tokens = parsed.prompt_tokens
+                    timer.on_chunk(t, parsed.has_content, parsed.completion_tokens)
         rec.error = "incomplete"  # the stream ended without [DONE]
-
-    @staticmethod
-    def _on_data(payload: bytes, t: float, timer: StreamTimer, rec: RequestRecord, endpoint: Endpoint) -> bool:
-        """Handle one ``data:`` payload; True when the stream is over ([DONE] or an error)."""
-        if payload == b"[DONE]":
-            return True
-        try:
-            obj = json.loads(payload)
-        except ValueError:
-            rec.error = "stream_error"
-            return True
-        if "error" in obj:
-            rec.error, rec.error_type = "stream_error", _error_type(obj)
-            return True
-        usage = obj.get("usage")
-        completion = None
-        if usage:
-            completion = usage.get("completion_tokens")
-            rec.completion_tokens = completion
-            rec.prompt_tokens = usage.get("prompt_tokens", rec.prompt_tokens)
-        choices = obj.get("choices")
-        timer.on_chunk(t, bool(choices) and _content(choices[0], endpoint), completion)
-        return False

@@ -20,8 +20,22 @@ class RequestSpec:
     max_tokens: int
 
 
-# Client-side error kinds; HTTP errors are kept by status code instead.
-ERROR_KINDS = ("timeout", "connect", "disconnected", "stream_error", "incomplete", "cancelled")
+# The target is not an OpenAI-compatible server: a 200 whose body is not an OpenAI stream, or a reply
+# that is not HTTP at all. A run with any of these is invalid: its latencies are not a model's.
+NOT_OPENAI_KINDS = ("bad_response", "protocol_error")
+# The client failed, not the server: the request may never have left. A run with any is invalid.
+CLIENT_FAILURE_KINDS = ("invalid_url", "client_error", "unexpected_error")
+# Every client-side error kind; HTTP errors are kept by status code instead.
+ERROR_KINDS = (
+    "timeout",
+    "connect",
+    "disconnected",
+    "stream_error",
+    "incomplete",
+    "cancelled",
+    *NOT_OPENAI_KINDS,
+    *CLIENT_FAILURE_KINDS,
+)
 
 
 @dataclass(slots=True)
@@ -32,7 +46,9 @@ class RequestRecord:
     sent: float | None = None  # offset from run start (s), taken just before the request is written
     status: int | None = None  # HTTP status, None if no response arrived
     error: str | None = None  # None, "http", or one of ERROR_KINDS
-    error_type: str | None = None  # the server's short error type (e.g. BadRequestError), never a message
+    # The server's short error type (e.g. BadRequestError), a fixed code saying what was not
+    # OpenAI-shaped (bad_response), or the exception's class (client failures); never a message.
+    error_type: str | None = None
     ttft: float | None = None
     e2e: float | None = None
     tpot: float | None = None

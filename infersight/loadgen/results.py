@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,31 @@ from infersight.output import dump_json, write_atomic
 
 RESULTS_JSON = "results.json"
 REQUESTS_CSV = "requests.csv"
+
+
+class ResultsLocationError(ValueError):
+    """The results folder cannot be created or written."""
+
+
+class ResultsWriteError(OSError):
+    """Writing the results failed after the run (the folder changed under it, the disk filled)."""
+
+
+def check_results_dir(out_dir: Path) -> None:
+    """Raise ResultsLocationError unless ``out_dir`` is, or can be created as, a writable folder.
+
+    Called before any load is sent, so a run is never sent only to fail at the end. It creates
+    nothing: a run refused later (a target that does not answer) leaves no empty folder behind.
+    """
+    existing = out_dir
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        where = "" if existing == out_dir else f" ({existing} is a file)"
+        raise ResultsLocationError(f"{out_dir} is not a folder{where}; give a folder, new or existing")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ResultsLocationError(f"{out_dir} cannot be written ({existing} is not writable)")
+
 
 CSV_COLUMNS = (
     "index",
@@ -76,6 +102,9 @@ def write_results(
 ) -> tuple[Path, Path]:
     """Write both files; the CSV first, so results.json (the file readers look for) names a complete set."""
     csv_path, json_path = out_dir / REQUESTS_CSV, out_dir / RESULTS_JSON
-    write_atomic(csv_path, csv_text(records, stage_names))
-    write_atomic(json_path, dump_json(run))
+    try:
+        write_atomic(csv_path, csv_text(records, stage_names))
+        write_atomic(json_path, dump_json(run))
+    except OSError as exc:
+        raise ResultsWriteError(f"results not written to {out_dir}: {exc.strerror or exc}") from None
     return json_path, csv_path

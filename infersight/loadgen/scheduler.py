@@ -112,6 +112,8 @@ class Scheduler:
         except asyncio.CancelledError:
             rec.error = "cancelled"
             raise
+        except Exception as exc:  # a sender bug: still one named outcome, never an unretrieved task error
+            rec.error, rec.error_type = "unexpected_error", type(exc).__name__
         finally:
             state.in_flight -= 1
             state.finished += 1

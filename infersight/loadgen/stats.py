@@ -1,8 +1,10 @@
 """Summaries of a run: per stage and overall latency distributions, errors by status, requested
 versus achieved rate, schedule lag, and whether the run is valid at all.
 
-A run is invalid when the client's schedule lag p99 exceeds ``validity.max_schedule_lag_p99``:
-the client, not the server, shaped the load, so its numbers do not describe the requested load.
+A run is invalid when the client's schedule lag p99 exceeds ``validity.max_schedule_lag_p99``
+(the client, not the server, shaped the load, so its numbers do not describe the requested load),
+when any response was not OpenAI-shaped (the target is not what it claims to be), or when any
+request failed in the client itself.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from infersight.loadgen.records import RequestRecord
+from infersight.loadgen.records import CLIENT_FAILURE_KINDS, NOT_OPENAI_KINDS, RequestRecord
 from infersight.loadgen.scenario import Scenario
 from infersight.loadgen.scheduler import StopReason
 
@@ -51,6 +53,26 @@ def error_counts(records: Iterable[RequestRecord]) -> dict[str, int]:
         if not r.ok:
             counts[str(r.status) if r.error == "http" else (r.error or f"status {r.status}")] += 1
     return dict(sorted(counts.items()))
+
+
+def _failure_reasons(errors: dict[str, int], sent: int) -> list[str]:
+    """Why the errors make a run invalid: the target is not an OpenAI server, or the client failed."""
+
+    def kinds(names: Sequence[str]) -> tuple[int, str]:
+        found = {k: errors[k] for k in names if k in errors}
+        return sum(found.values()), ", ".join(f"{k}: {n}" for k, n in found.items())
+
+    reasons = []
+    count, detail = kinds(NOT_OPENAI_KINDS)
+    if count:
+        reasons.append(
+            f"{count} of {sent} responses were not OpenAI-shaped ({detail}): the target is not an "
+            "OpenAI-compatible server, so these are not a model's latencies"
+        )
+    count, detail = kinds(CLIENT_FAILURE_KINDS)
+    if count:
+        reasons.append(f"{count} of {sent} requests failed in the client, not at the server ({detail})")
+    return reasons
 
 
 def _group(records: Sequence[RequestRecord], planned: int) -> dict[str, Any]:
@@ -128,6 +150,7 @@ def summarize(
         )
     if not records:
         reasons.append("no request was sent")
+    reasons += _failure_reasons(overall["errors"], len(records))
     notes = []
     if plan_truncated:
         notes.append(f"limits.max_requests ({scenario.limits.max_requests}) cut the open-loop plan short")

@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import signal
 import sys
 import threading
@@ -182,7 +183,11 @@ async def start_site(cfg: StubConfig, host: str = LOOPBACK, port: int = 0) -> tu
     runner = web.AppRunner(make_app(cfg), access_log=None, handle_signals=False)
     await runner.setup()
     site = web.TCPSite(runner, host, port, backlog=4096)
-    await site.start()
+    try:
+        await site.start()
+    except BaseException:  # e.g. the port is in use: release what setup() opened
+        await runner.cleanup()
+        raise
     bound_host, bound_port = runner.addresses[0][:2]
     return runner, f"http://{bound_host}:{bound_port}"
 
@@ -243,10 +248,20 @@ class StubServer:
         self.stop()
 
 
+def port_number(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0-65535; 0 picks a free port)")
+    return port
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     d = StubConfig()
     parser.add_argument("--host", default=LOOPBACK, help=f"a loopback address (default {LOOPBACK})")
-    parser.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
+    parser.add_argument("--port", type=port_number, default=0, help="0 picks a free port (default)")
     parser.add_argument("--ttft", type=float, default=d.ttft, help=f"seconds to the first token (default {d.ttft})")
     parser.add_argument("--itl", type=float, default=d.itl, help=f"seconds between tokens (default {d.itl})")
     parser.add_argument("--tokens", type=int, default=d.tokens, help="output tokens when max_tokens is absent")
@@ -266,8 +281,16 @@ def config_from_args(args: argparse.Namespace) -> StubConfig:
     )
 
 
+class ListenError(RuntimeError):
+    """The stub could not listen on the address asked for (e.g. the port is in use)."""
+
+
 async def serve_until_signalled(cfg: StubConfig, host: str, port: int) -> None:
-    runner, url = await start_site(cfg, host, port)
+    try:
+        runner, url = await start_site(cfg, host, port)
+    except OSError as exc:
+        reason = os.strerror(exc.errno).lower() if exc.errno else str(exc)
+        raise ListenError(f"cannot listen on {host}:{port}: {reason}") from None
     print(f"listening on {url}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -286,7 +309,11 @@ def run_from_args(args: argparse.Namespace, prog: str) -> int:
     except ValueError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
-    asyncio.run(serve_until_signalled(cfg, args.host, args.port))
+    try:
+        asyncio.run(serve_until_signalled(cfg, args.host, args.port))
+    except ListenError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
+import aiohttp
+
+from infersight.loadgen.client import Endpoint, OpenAIStreamClient
 from infersight.loadgen.prompts import WordVocabulary
+from infersight.loadgen.records import RequestRecord, RequestSpec
 from infersight.loadgen.runner import RunOptions, RunOutcome, run
 from infersight.loadgen.scenario import Scenario, parse_scenario
 from infersight.loadgen.scheduler import Sender
@@ -23,3 +28,17 @@ def run_scenario(
 ) -> RunOutcome:
     opts = RunOptions(target=target, out_dir=out, vocabulary=WordVocabulary(), sender=sender, handle_signals=False)
     return run(sc, opts)
+
+
+def send_one(
+    url: str, endpoint: Endpoint, prompt: str = "one two three", max_tokens: int = 8, timeout_s: float = 10.0
+) -> RequestRecord:
+    async def go() -> RequestRecord:
+        async with aiohttp.ClientSession() as session:
+            client = OpenAIStreamClient(session, url, "stub-model", endpoint, True, timeout_s)
+            spec = RequestSpec(0, 0, 0.0, prompt, len(prompt.split()), max_tokens)
+            rec = RequestRecord(0, 0, 0.0)
+            await client.send(spec, rec)
+            return rec
+
+    return asyncio.run(go())

@@ -13,22 +13,10 @@ from collections.abc import Callable
 import aiohttp
 import pytest
 
-from infersight.loadgen.client import Endpoint, OpenAIStreamClient, request_body
-from infersight.loadgen.records import RequestRecord, RequestSpec
+from infersight.loadgen.client import Endpoint, request_body
 from infersight.loadgen.stub_server import StubServer
 from infersight.stack.ports import free_port
-
-
-def send_one(url: str, endpoint: Endpoint, prompt: str = "one two three", max_tokens: int = 8) -> RequestRecord:
-    async def go() -> RequestRecord:
-        async with aiohttp.ClientSession() as session:
-            client = OpenAIStreamClient(session, url, "stub-model", endpoint, True, 10.0)
-            spec = RequestSpec(0, 0, 0.0, prompt, len(prompt.split()), max_tokens)
-            rec = RequestRecord(0, 0, 0.0)
-            await client.send(spec, rec)
-            return rec
-
-    return asyncio.run(go())
+from tests.loadgen.helpers import send_one
 
 
 @pytest.mark.parametrize("endpoint", ["completions", "chat"])

@@ -1,0 +1,71 @@
+"""``infersight validate`` against bad input: a monitoring URL that is not one, a report folder that
+cannot take the results. Each is one line naming the flag and what is allowed, before any load."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from infersight.cli import main
+from infersight.loadgen.stub_server import StubConfig, StubServer
+
+
+@pytest.fixture
+def stub() -> Iterator[StubServer]:
+    with StubServer(StubConfig()) as server:
+        yield server
+
+
+def one_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--prometheus", "notaurl"),
+        ("--prometheus", "ftp://127.0.0.1:9090"),
+        ("--prometheus", "http://"),
+        ("--prometheus", "http://127.0.0.1:9090/?x=1"),
+        ("--prometheus", "http://127.0.0.1:99999"),
+        ("--alertmanager", "notaurl"),
+        ("--alertmanager", "http://user:pw@127.0.0.1:9093"),
+    ],
+)
+def test_monitoring_url_that_is_not_an_http_url_is_one_line(
+    stub: StubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str
+) -> None:
+    urls = {"--prometheus": "http://127.0.0.1:9", "--alertmanager": "http://127.0.0.1:9"} | {flag: value}
+    args = ["validate", "healthy", f"--target={stub.url}", f"--report-dir={tmp_path / 'report'}"]
+    code = main([*args, *(f"{k}={v}" for k, v in urls.items())])
+    line = one_line(capsys.readouterr().err)
+    assert code == 2
+    assert flag in line and "http://127.0.0.1:" in line  # the flag and an example of what is allowed
+    assert stub.requests == 0
+    assert not (tmp_path / "report").exists()
+
+
+def test_prometheus_under_a_path_prefix_is_accepted(stub: StubServer, capsys: pytest.CaptureFixture[str]) -> None:
+    """A route prefix (--web.route-prefix) is a legitimate Prometheus URL: refused only for not answering."""
+    code = main(["validate", "healthy", f"--target={stub.url}", "--prometheus=http://127.0.0.1:9/prometheus"])
+    assert code == 3
+    assert "127.0.0.1:9/prometheus/api/v1/alerts failed" in capsys.readouterr().err
+
+
+def test_report_dir_that_is_a_file_is_refused_before_sending(
+    stub: StubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    existing = tmp_path / "report"
+    existing.write_text("not a folder\n")
+    args = ["validate", "healthy", f"--target={stub.url}", "--prometheus=http://127.0.0.1:9"]
+    code = main([*args, f"--report-dir={existing}"])
+    line = one_line(capsys.readouterr().err)
+    assert code == 2
+    assert "--report-dir" in line and "not a folder" in line
+    assert stub.requests == 0
+    assert existing.read_text() == "not a folder\n"
