@@ -14,6 +14,8 @@ from typing import Any
 from pydantic import GetCoreSchemaHandler
 from pydantic_core import core_schema
 
+from infersight.inputs import brief
+
 # Largest unit first, so formatting picks the most readable exact unit.
 _UNITS_MS: tuple[tuple[str, int], ...] = (
     ("y", 365 * 24 * 3600 * 1000),
@@ -42,18 +44,17 @@ class Duration:
     @classmethod
     def parse(cls, text: str) -> Duration:
         text = text.strip()
-        shown = text if len(text) <= 40 else text[:37] + "..."
+        shown = brief(text, 40)
         if not _WHOLE.match(text):
             raise DurationError(
-                f"{shown!r} is not a Prometheus duration; use digits and units "
-                "ms, s, m, h, d, w, y (e.g. 30s, 5m, 1h30m)"
+                f"{shown} is not a Prometheus duration; use digits and units ms, s, m, h, d, w, y (e.g. 30s, 5m, 1h30m)"
             )
         # A number of more than 16 digits exceeds the range in any unit; stopping there also
         # keeps int() away from Python's limit on digits.
         parts = [(n.lstrip("0") or "0", u) for n, u in _PART.findall(text)]
         ms = None if any(len(n) > 16 for n, _ in parts) else sum(int(n) * _UNIT_MS[u] for n, u in parts)
         if ms is None or ms > MAX_DURATION.ms:
-            raise DurationError(f"{shown!r} is out of Prometheus's range; durations are at most {MAX_DURATION}")
+            raise DurationError(f"{shown} is out of Prometheus's range; durations are at most {MAX_DURATION}")
         return cls(ms)
 
     @classmethod
@@ -95,10 +96,10 @@ class Duration:
                 return value
             if isinstance(value, bool) or not isinstance(value, str):
                 raise ValueError(
-                    f"expected a duration string such as '30s' or '5m', got {type(value).__name__} {value!r}"
+                    f"expected a duration string such as '30s' or '5m', got {type(value).__name__} {brief(value)}"
                 )
             if value.strip().startswith("-"):
-                raise ValueError(f"{value!r}: durations cannot be negative")
+                raise ValueError(f"{brief(value, 40)}: durations cannot be negative")
             try:
                 return Duration.parse(value)
             except DurationError as exc:

@@ -1,10 +1,18 @@
 """Operator input files (infersight.yaml, scenario files, web configs): one error type that
 lists every problem with its key path, and one way to read YAML and validate it with
-pydantic, so each file format only declares its model."""
+pydantic, so each file format only declares its model.
+
+The reader is stricter than YAML: it refuses aliases (a few hundred bytes of nested aliases
+expand to a billion values), duplicate keys (YAML keeps the last one silently) and integers
+longer than any setting needs, and validation refuses infinities and NaN wherever they
+appear. Error messages show a bounded excerpt of a value, never the whole input."""
 
 from __future__ import annotations
 
+import math
 import re
+import reprlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -15,17 +23,46 @@ M = TypeVar("M", bound=BaseModel)
 
 _SUBPATH = re.compile(r"^([A-Za-z_][\w.\-]*): (.*)$", re.S)
 
+MAX_LISTED_PROBLEMS = 20
+MAX_MESSAGE = 300  # characters of one problem's message
+MAX_KEY = 60  # characters of one key inside a path
+MAX_INT_DIGITS = 100  # a YAML integer's characters; Python refuses to parse more than 4300
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxdict, _REPR.maxstring, _REPR.maxother = 3, 4, 4, 60, 60
+
+
+def brief(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters, built without walking more of the value
+    than it shows: an input may be huge, or nest shared references a billion times over."""
+    try:
+        shown = _REPR.repr(value)
+    except ValueError:  # an int with more digits than Python will print
+        shown = f"<{type(value).__name__} too long to print>"
+    return _cut(shown, limit)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
 
 class InputError(ValueError):
-    """``problems`` lists (key path, message) pairs; the message names the file and each problem."""
+    """``problems`` lists (key path, message) pairs; the message names the file and each problem
+    (the first :data:`MAX_LISTED_PROBLEMS`, then how many more)."""
 
     what = "input"
 
     def __init__(self, source: str, problems: list[tuple[str, str]]):
         self.source = source
         self.problems = problems
-        lines = "\n".join(f"  {path}: {msg}" for path, msg in problems)
-        super().__init__(f"invalid {self.what} {source}:\n{lines}")
+        lines = [f"  {path}: {msg}" for path, msg in problems[:MAX_LISTED_PROBLEMS]]
+        if len(problems) > MAX_LISTED_PROBLEMS:
+            lines.append(f"  ... and {len(problems) - MAX_LISTED_PROBLEMS} more problems")
+        super().__init__(f"invalid {self.what} {source}:\n" + "\n".join(lines))
+
+
+def _path(parts: list[str]) -> str:
+    return ".".join(_cut(p, MAX_KEY) for p in parts) or "(root)"
 
 
 def problems_from(
@@ -45,19 +82,30 @@ def problems_from(
         if err["type"] == "extra_forbidden":
             msg = "unknown key" + (f"; {unknown_key_hint}" if unknown_key_hint else "")
         elif err["type"] == "missing":  # its input is the parent mapping: nothing worth echoing
-            problems.append((".".join(loc) or "(root)", "required"))
+            problems.append((_path(loc), "required"))
             continue
         value = err.get("input")
         if isinstance(value, dict) and err["type"] not in ("extra_forbidden", "union_tag_invalid"):
             for part in msg.split(" ;; "):
                 m = _SUBPATH.match(part)
-                path = ".".join([*loc, m.group(1)] if m else loc)
-                problems.append((path or "(root)", m.group(2) if m else part))
+                problems.append((_path([*loc, m.group(1)] if m else loc), _cut(m.group(2) if m else part, MAX_MESSAGE)))
             continue
-        shown = repr(value)
-        shown = shown if len(shown) <= 80 else shown[:77] + "..."
-        problems.append((".".join(loc) or "(root)", f"{msg} (got {shown})"))
+        problems.append((_path(loc), f"{_cut(msg, MAX_MESSAGE)} (got {brief(value)})"))
     return list(dict.fromkeys(problems))  # a union reports each branch; keep one line each
+
+
+def _non_finite(data: Any) -> Iterator[tuple[str, str]]:
+    """(key path, message) for each infinity or NaN in parsed data. Pydantic lets them through
+    any float field with a lower bound only, and they cannot be written back as JSON."""
+    stack: list[tuple[list[str], Any]] = [([], data)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            yield _path(path), f"must be a finite number (got {value!r})"
+        elif isinstance(value, dict):
+            stack.extend(([*path, str(k)], v) for k, v in reversed(value.items()))
+        elif isinstance(value, list):
+            stack.extend(([*path, str(i)], v) for i, v in reversed(list(enumerate(value))))
 
 
 def validate(
@@ -73,12 +121,84 @@ def validate(
     """``model.model_validate(data)``, raising only ``error``."""
     if not isinstance(data, dict):
         raise error(source, [("(root)", f"must be {mapping_hint}, got {type(data).__name__}")])
+    non_finite = list(_non_finite(data))
+    if non_finite:
+        raise error(source, non_finite)
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         raise error(source, problems_from(exc, unknown_key_hint, drop_from_path)) from None
     except (TypeError, ArithmeticError) as exc:  # odd YAML scalars that slip past pydantic
-        raise error(source, [("(root)", str(exc))]) from None
+        raise error(source, [("(root)", _cut(str(exc), MAX_MESSAGE))]) from None
+    except RecursionError:
+        raise error(source, [("(root)", "nested too deeply")]) from None
+
+
+class _Refused(yaml.YAMLError):
+    """YAML that parses but that an operator's file never needs."""
+
+
+class _OperatorLoader(yaml.SafeLoader):
+    """SafeLoader without aliases, duplicate keys or integers too long to parse."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise _Refused(
+                f"line {event.start_mark.line + 1}: YAML aliases (*{_cut(str(event.anchor), MAX_KEY)}) are not "
+                "accepted; write the value out in full"
+            )
+        return super().compose_node(parent, index)
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        first_line: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            try:
+                duplicate = key in first_line
+            except TypeError:  # an unhashable key: SafeLoader's own check names it
+                continue
+            if duplicate:
+                raise _Refused(
+                    f"line {line}: duplicate key {brief(key)} (first at line {first_line[key]}); write each key once"
+                )
+            first_line[key] = line
+        return super().construct_mapping(node, deep)
+
+    def construct_bounded_int(self, node: Any) -> Any:
+        if len(str(node.value)) > MAX_INT_DIGITS:
+            raise _Refused(
+                f"line {node.start_mark.line + 1}: a number of {len(str(node.value))} digits is out of range "
+                f"(at most {MAX_INT_DIGITS})"
+            )
+        return self.construct_yaml_int(node)
+
+
+_OperatorLoader.add_constructor("tag:yaml.org,2002:int", _OperatorLoader.construct_bounded_int)
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """A YAML error on one line: where, what, and in which construct."""
+    if isinstance(exc, _Refused):
+        return str(exc)
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
+        mark = exc.problem_mark
+        context = f" ({exc.context})" if exc.context else ""
+        return _cut(f"not valid YAML at line {mark.line + 1}, column {mark.column + 1}: {exc.problem}{context}", 200)
+    return _cut("not valid YAML: " + " ".join(str(exc).split()), 200)
+
+
+def parse_yaml(text: str, error: type[InputError], source: str) -> Any:
+    """The parsed YAML of ``text``, or ``error`` naming (on one line) why it was refused."""
+    try:
+        return yaml.load(text, Loader=_OperatorLoader)  # a SafeLoader, stricter still
+    except yaml.YAMLError as exc:
+        raise error(source, [("(file)", _yaml_problem(exc))]) from None
+    except RecursionError:
+        raise error(source, [("(file)", "not valid YAML: nested too deeply")]) from None
 
 
 def read_yaml(path: Path, error: type[InputError], source: str | None = None) -> Any:
@@ -88,7 +208,4 @@ def read_yaml(path: Path, error: type[InputError], source: str | None = None) ->
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise error(source, [("(file)", f"cannot read: {getattr(exc, 'strerror', None) or exc}")]) from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise error(source, [("(file)", f"not valid YAML: {exc}")]) from None
+    return parse_yaml(text, error, source)

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from infersight.commands.build import template_text
 from infersight.config import Config, ConfigError, default_data, load_config, parse_config
+from infersight.inputs import parse_yaml
 
 
 def test_empty_config_is_the_defaults() -> None:
@@ -87,9 +88,8 @@ def _nested(path: str, value: Any) -> dict[str, Any]:
 
 def test_every_pack_section_window_must_hold_enough_scrapes() -> None:
     sections = Config().pack_sections()
-    assert set(sections) == {"kv_cache", "moe", "gpu", "exporters"}
+    assert all(sections[name].windows() for name in ("kv_cache", "moe", "gpu", "exporters"))
     for name, section in sections.items():
-        assert section.windows(), f"{name} declares no windows"
         for path in section.windows():
             # 30s is under 4 scrapes of 1m, and shorter than every for: a window must outlast.
             data = _nested(f"{name}.{path}", "30s") | {"intervals": {"scrape": "1m"}}
@@ -111,6 +111,28 @@ def test_file_errors(tmp_path: Path) -> None:
     bad.write_text("- a list\n")
     with pytest.raises(ConfigError, match="must be a mapping"):
         load_config(bad)
+
+
+def _load_text(tmp_path: Path, text: str) -> Config:
+    path = tmp_path / "infersight.yaml"
+    path.write_text(text)
+    return load_config(path)
+
+
+@pytest.mark.parametrize("number", [".inf", "-.inf", ".nan", "1.0e+400", "1e400", "inf", "Infinity"])
+def test_non_finite_numbers_fail_at_load_naming_the_field(tmp_path: Path, number: str) -> None:
+    # 1e400 and Infinity are YAML strings; pydantic would still read them as floats.
+    with pytest.raises(ConfigError) as info:
+        _load_text(tmp_path, f"moe:\n  min_expected_tokens_per_expert: {number}\n")
+    assert "finite number" in dict(info.value.problems)["moe.min_expected_tokens_per_expert"]
+
+
+def test_yaml_aliases_and_duplicate_keys_fail_at_load(tmp_path: Path) -> None:
+    # Valid as a config once expanded, so only the reader can refuse it.
+    with pytest.raises(ConfigError, match=r"line 3: YAML aliases \(\*a\) are not accepted"):
+        _load_text(tmp_path, "selectors:\n  vllm: &a ['job=\"x\"']\n  dcgm: *a\n")
+    with pytest.raises(ConfigError, match="line 3: duplicate key 'period' \\(first at line 2\\)"):
+        _load_text(tmp_path, "slo:\n  period: 30d\n  period: 7d\n")
 
 
 # Arbitrary YAML-shaped data, and the defaults with random subtrees replaced by junk.
@@ -147,3 +169,39 @@ def test_malformed_configs_only_raise_config_error(data: st.DataObject) -> None:
         parse_config(candidate)
     except ConfigError as exc:
         assert exc.problems and all(isinstance(p, str) and m for p, m in exc.problems)
+
+
+# YAML-level attacks, each put in place of one setting of a valid file: the reader must refuse
+# them (or the model reject the value) with a ConfigError whose lines stay short.
+_PLACEHOLDER = "__attack__"
+_LAUGHS = (
+    "[&l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol], "
+    + ", ".join(f"&l{i} [{', '.join([f'*l{i - 1}'] * 9)}]" for i in range(1, 9))
+    + "]"
+)
+_MUST_FAIL: dict[str, st.SearchStrategy[str]] = {
+    "alias": st.sampled_from(["[&a 1, *a]", "{x: &a [1, 2], y: *a}", "*undefined", _LAUGHS]),
+    "duplicate key": st.sampled_from(["{a: 1, a: 2}", "{period: 30d, period: 30d}", "{'1': x, '1': y}"]),
+    "finite number": st.sampled_from([".inf", "-.inf", ".nan", ".NaN", "1.0e+400", "-1.0e+999"]),
+    "digits": st.sampled_from(["9" * 5000, "-" + "9" * 400, "0x" + "f" * 300, "0b" + "1" * 500]),
+}
+_MAY_PASS = st.sampled_from(["1" + "0" * 200 + ".5", str(2**64), "1e400", "Infinity", "&a 5", "'" + "x" * 10**5 + "'"])
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_yaml_attacks_only_raise_short_config_errors(data: st.DataObject) -> None:
+    defaults = default_data()
+    path = data.draw(st.sampled_from(_paths(defaults)))
+    kind = data.draw(st.sampled_from([*_MUST_FAIL, "other"]))
+    attack = data.draw(_MUST_FAIL.get(kind, _MAY_PASS))
+    text = yaml.safe_dump(_replace(defaults, path, _PLACEHOLDER), sort_keys=False).replace(_PLACEHOLDER, attack)
+    try:
+        parse_config(parse_yaml(text, ConfigError, "<fuzz>"), "<fuzz>")
+    except ConfigError as exc:
+        lines = str(exc).splitlines()
+        assert len(lines) <= 30 and all(len(line) <= 400 for line in lines), str(exc)[:2000]
+        if kind in _MUST_FAIL:
+            assert kind in str(exc)
+    else:
+        assert kind not in _MUST_FAIL, f"{attack[:80]!r} at {'.'.join(path)} was accepted"

@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from infersight.durations import Duration
+from infersight.inputs import brief
 
 Severity = Literal["critical", "warning", "info"]
 
@@ -22,9 +23,10 @@ LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 
 
 class Strict(BaseModel):
-    """Unknown keys are errors: a typo must not silently fall back to a default."""
+    """Unknown keys are errors: a typo must not silently fall back to a default. Numbers are
+    finite: pydantic would read "1e400" or "Infinity" as a float past any lower bound."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class PackSection(Strict):
@@ -50,12 +52,14 @@ class AlertRule(Strict):
 def matchers_valid(v: list[str]) -> list[str]:
     for m in v:
         if not MATCHER.match(m):
-            raise ValueError(f'{m!r} is not a PromQL label matcher; write e.g. job="vllm" or namespace=~"llm-.*"')
+            raise ValueError(f'{brief(m)} is not a PromQL label matcher; write e.g. job="vllm" or namespace=~"llm-.*"')
     return v
 
 
 def label_names_valid(names: list[str]) -> list[str]:
     for name in names:
         if not LABEL_NAME.match(name):
-            raise ValueError(f"{name!r} is not a Prometheus label name (letters, digits and '_', no leading digit)")
+            raise ValueError(
+                f"{brief(name)} is not a Prometheus label name (letters, digits and '_', no leading digit)"
+            )
     return names

@@ -13,6 +13,7 @@ from pydantic import Field, field_validator
 
 from infersight.config.common import MODEL_LABEL_VALUE, Strict
 from infersight.durations import Duration
+from infersight.inputs import brief
 
 _K8S_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 _K8S_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
@@ -25,16 +26,18 @@ _HTTP_URL = re.compile(r"^https?://[^\s/$.?#][^\s]*$")
 def _host_ports_valid(v: list[str]) -> list[str]:
     for t in v:
         if not _HOST_PORT.match(t):
-            raise ValueError(f"{t!r} is not host:port")
+            raise ValueError(f"{brief(t)} is not host:port")
     return v
 
 
 def _k8s_labels_valid(v: dict[str, str]) -> dict[str, str]:
     for key, value in v.items():
         if not _K8S_LABEL_KEY.match(key):
-            raise ValueError(f"{key!r} is not a Kubernetes label key (e.g. app.kubernetes.io/name)")
+            raise ValueError(f"{brief(key)} is not a Kubernetes label key (e.g. app.kubernetes.io/name)")
         if not _K8S_LABEL_VALUE.match(value):
-            raise ValueError(f"{value!r} (label {key}) is not a Kubernetes label value (63 of A-Za-z0-9-_.)")
+            raise ValueError(
+                f"{brief(value)} (label {brief(key)}) is not a Kubernetes label value (63 of A-Za-z0-9-_.)"
+            )
     return v
 
 
@@ -61,7 +64,7 @@ class DeployTarget(Strict):
         for item in v:
             key, sep, value = item.partition("=")
             if not sep:
-                raise ValueError(f"{item!r} is not key=value, e.g. app.kubernetes.io/name=vllm")
+                raise ValueError(f"{brief(item)} is not key=value, e.g. app.kubernetes.io/name=vllm")
             _k8s_labels_valid({key: value})
         return v
 
@@ -73,7 +76,7 @@ class DeployTarget(Strict):
     def _namespaces(cls, v: list[str]) -> list[str]:
         for ns in v:
             if not _K8S_NAME.match(ns):
-                raise ValueError(f"{ns!r} is not a Kubernetes namespace name")
+                raise ValueError(f"{brief(ns)} is not a Kubernetes namespace name")
         return v
 
     @field_validator("ports")
@@ -81,7 +84,7 @@ class DeployTarget(Strict):
     def _port_names(cls, v: list[str]) -> list[str]:
         for port in v:
             if not _PORT_NAME.match(port):
-                raise ValueError(f"{port!r} is not a container port name (lowercase, digits, '-', 15 at most)")
+                raise ValueError(f"{brief(port)} is not a container port name (lowercase, digits, '-', 15 at most)")
         return v
 
     @field_validator("path")

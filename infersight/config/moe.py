@@ -10,6 +10,7 @@ from pydantic import Field, field_validator
 
 from infersight.config.common import MODEL_LABEL_VALUE, AlertRule, PackSection, Strict
 from infersight.durations import Duration
+from infersight.inputs import brief
 
 
 class MoEImbalanceAlert(AlertRule):
@@ -39,7 +40,7 @@ class MoE(PackSection):
     def _model_names_sane(cls, v: list[str]) -> list[str]:
         for name in v:
             if not MODEL_LABEL_VALUE.match(name):
-                raise ValueError(f"{name!r} must be a model_name of 1-200 printable characters")
+                raise ValueError(f"{brief(name)} must be a model_name of 1-200 printable characters")
         if len(set(v)) != len(v):
             raise ValueError("lists a model_name twice")
         return v

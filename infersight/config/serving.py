@@ -26,6 +26,7 @@ from infersight.config.common import (
     matchers_valid,
 )
 from infersight.durations import Duration
+from infersight.inputs import brief
 
 _UID = re.compile(r"^[a-zA-Z0-9_-]{1,40}$")
 
@@ -121,7 +122,7 @@ class SLOs(Strict):
     def _model_names_sane(cls, v: dict[str, SLOOverride]) -> dict[str, SLOOverride]:
         for name in v:
             if not MODEL_LABEL_VALUE.match(name):
-                raise ValueError(f"override key {name!r} must be a model_name of 1-200 printable characters")
+                raise ValueError(f"override key {brief(name)} must be a model_name of 1-200 printable characters")
         return v
 
 
@@ -185,5 +186,5 @@ class Dashboards(Strict):
     def uid(self, name: str) -> str:
         uid = f"{self.uid_prefix}-{name}"
         if not _UID.match(uid):
-            raise ValueError(f"dashboard uid {uid!r} exceeds Grafana's 40-character limit")
+            raise ValueError(f"dashboard uid {brief(uid)} exceeds Grafana's 40-character limit")
         return uid
