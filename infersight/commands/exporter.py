@@ -20,6 +20,7 @@ from infersight.exporters.gpu.exporter import DEFAULT_HOST, DEFAULT_PORT, GpuExp
 from infersight.exporters.gpu.scenario import ScenarioError, bundled_names
 
 MIN_INTERVAL = Duration(100)
+MAX_INTERVAL = Duration.parse("1h")  # samples further apart than Prometheus's scrapes only serve stale data
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
@@ -34,9 +35,13 @@ def _port(text: str) -> int:
 
 
 def _interval(text: str) -> Duration:
-    d = duration(text)
-    if d < MIN_INTERVAL:
-        raise argparse.ArgumentTypeError(f"{text} is too short; the sampling interval must be at least {MIN_INTERVAL}")
+    allowed = f"the sampling interval must be {MIN_INTERVAL} to {MAX_INTERVAL}"
+    try:
+        d = duration(text)
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"{exc}; {allowed}") from None
+    if not MIN_INTERVAL <= d <= MAX_INTERVAL:
+        raise argparse.ArgumentTypeError(f"{text!r} is out of range; {allowed}")
     return d
 
 
@@ -74,7 +79,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--listen-address", default=DEFAULT_HOST, help=f"bind address (default {DEFAULT_HOST})")
     p.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"listen port (default {DEFAULT_PORT})")
-    p.add_argument("--interval", type=_interval, default=Duration.parse("5s"), help="sampling interval (default 5s)")
+    p.add_argument(
+        "--interval",
+        type=_interval,
+        default=Duration.parse("5s"),
+        help=f"sampling interval, {MIN_INTERVAL} to {MAX_INTERVAL} (default 5s)",
+    )
     p.add_argument(
         "--web-config-file",
         type=Path,

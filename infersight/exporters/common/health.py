@@ -40,7 +40,8 @@ class ExporterHealth(Collector):
     """Thread-safe record of the sampler's outcomes, exposed as the catalog's health metrics.
 
     ``up`` is 1 only when the last collection had no fatal problem AND finished recently enough
-    (``stale_after`` seconds); a sampler stuck inside a hung driver call therefore reads down.
+    (``stale_after`` seconds) AND the sampler thread, once started, is still running; a sampler stuck
+    inside a hung driver call, or one whose thread ended, therefore reads down.
     """
 
     def __init__(
@@ -62,6 +63,13 @@ class ExporterHealth(Collector):
         self._finished_at: float | None = None
         self._duration: float | None = None
         self._last_success: float | None = None
+        self._sampler_alive: Callable[[], bool] | None = None
+
+    def watch_sampler(self, alive: Callable[[], bool]) -> None:
+        """From now on ``up`` also needs ``alive()``: a sampler thread that ended, for any reason,
+        reads down at once rather than after ``stale_after`` (which a long interval makes long)."""
+        with self._lock:
+            self._sampler_alive = alive
 
     def record(self, started: float, finished: float, problems: Sequence[Problem]) -> None:
         """Account one finished collection (wall-clock seconds)."""
@@ -82,7 +90,8 @@ class ExporterHealth(Collector):
     def up(self) -> bool:
         with self._lock:
             fresh = self._finished_at is not None and self._clock() - self._finished_at <= self.stale_after
-            return self._ok and fresh
+            alive = self._sampler_alive is None or self._sampler_alive()
+            return self._ok and fresh and alive
 
     def collect(self) -> Iterator[Metric]:
         up = self.up

@@ -4,7 +4,8 @@ delays the next sample, never a ``/metrics`` request.
 
 ``collect`` returns ``(value, problems)``. Driver states are problems, not exceptions; an exception
 that still escapes is recorded as kind ``internal``, logged with its traceback once, and clears the
-value so stale numbers are not served as current.
+value so stale numbers are not served as current. If the thread itself ends anyway, the health
+it reports to reads down from then on (``ExporterHealth.watch_sampler``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from infersight.exporters.common.health import INTERNAL_ERROR, ExporterHealth, P
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
+# The longest sleep threading's waits accept; a longer interval would kill the thread after one sample.
+MAX_INTERVAL_S = threading.TIMEOUT_MAX
 
 
 class ProblemLog:
@@ -54,8 +57,10 @@ class BackgroundSampler(Generic[T]):
         health: ExporterHealth,
         clock: Callable[[], float] = time.time,
     ):
-        if interval <= 0:
-            raise ValueError(f"sampling interval must be positive, got {interval}")
+        if not 0 < interval <= MAX_INTERVAL_S:  # also refuses NaN
+            raise ValueError(
+                f"sampling interval must be more than 0 and at most {MAX_INTERVAL_S:.0f} s, got {interval}"
+            )
         self.name = name
         self.interval = interval
         self._collect = collect
@@ -89,16 +94,27 @@ class BackgroundSampler(Generic[T]):
         self._health.record(started, finished, problems)
         self._problem_log.update(problems)
 
+    @property
+    def running(self) -> bool:
+        """The sampler thread was started and has not ended."""
+        return self._thread is not None and self._thread.is_alive()
+
     def _run(self) -> None:
-        next_due = time.monotonic()
-        while not self._stop.is_set():
-            self.sample_once()
-            next_due = max(next_due + self.interval, time.monotonic())
-            self._stop.wait(max(0.0, next_due - time.monotonic()))
+        try:
+            next_due = time.monotonic()
+            while not self._stop.is_set():
+                self.sample_once()
+                next_due = max(next_due + self.interval, time.monotonic())
+                self._stop.wait(max(0.0, next_due - time.monotonic()))
+        except BaseException as exc:  # the thread's last word: say so, count it; health already reads down
+            log.critical("%s: the sampler thread stopped; up reads 0 until a restart", self.name, exc_info=True)
+            now = self._clock()
+            self._health.record(now, now, [Problem(INTERNAL_ERROR, f"sampler stopped: {type(exc).__name__}: {exc}")])
 
     def start(self) -> BackgroundSampler[T]:
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name=f"{self.name}-sampler", daemon=True)
+            self._health.watch_sampler(self._thread.is_alive)
             self._thread.start()
         return self
 

@@ -31,7 +31,7 @@ def test_defaults_are_loopback_9835_auto() -> None:
         (["--port", "70000"], "70000 is not a port number (0-65535)"),
         (["--port", "http"], "'http' is not a port number"),
         (["--interval", "5"], "is not a Prometheus duration"),
-        (["--interval", "10ms"], "must be at least 100ms"),
+        (["--interval", "10ms"], "'10ms' is out of range; the sampling interval must be 100ms to 1h"),
         (["--backend", "rocm"], "invalid choice: 'rocm' (choose from"),
         (["--max-process-series", "-3"], "is not a whole number >= 0"),
         (["--backend", "fake"], "--backend fake needs --scenario"),
