@@ -17,13 +17,15 @@ from infersight.bundle import Bundle
 from infersight.output import dump_json, dump_yaml, write_atomic
 
 
-def render(bundle: Bundle, *, with_deploy: bool = True) -> dict[str, str]:
+def render(bundle: Bundle, *, with_deploy: bool = True, with_mixin: bool = False) -> dict[str, str]:
     """Every file of the bundle, by relative path, in path order. ``with_deploy=False`` gives only
-    the rule files and dashboards: what a Prometheus or a test stack loads (no mixin trace)."""
+    the rule files and dashboards: what a Prometheus or a test stack loads. The jsonnet mixin is
+    traced from the packs (each is rebuilt several times), so only what writes a whole bundle for
+    a user (``infersight build``, ``infersight up``) asks for it."""
     files = {f.path: dump_yaml(f.data(), bundle.header) for f in bundle.rule_files}
     files.update({d.path: dump_json(d.model) for d in bundle.dashboards})
     if with_deploy:
-        files.update(deploy.artefacts(bundle))
+        files.update(deploy.artefacts(bundle, with_mixin=with_mixin))
     return dict(sorted(files.items()))
 
 

@@ -123,7 +123,7 @@ def test_build_is_byte_identical_across_processes(tmp_path: Path) -> None:
         subprocess.run([sys.executable, "-m", "infersight.cli", "build", "--out", str(out)], check=True, env=env)
         outs.append({p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()})
     assert outs[0] == outs[1]
-    assert set(outs[0]) == set(FILES)
+    assert set(outs[0]) == set(bundle_files.render(bundle.build(Config()), with_mixin=True))
 
 
 # --- the lint catches what it claims to catch -------------------------------------------------

@@ -54,7 +54,7 @@ def run_init(args: argparse.Namespace) -> int:
 
 def run_build(args: argparse.Namespace) -> int:
     try:
-        files = bundle_files.render(bundle.build(load_config(args.config)))
+        files = bundle_files.render(bundle.build(load_config(args.config)), with_mixin=True)
     except ConfigError as exc:
         print(f"infersight build: {exc}", file=sys.stderr)
         return 2

@@ -15,7 +15,7 @@ from infersight.config import Config
 
 @pytest.fixture(scope="session")
 def built() -> dict[str, str]:
-    return bundle_files.render(bundle.build(Config()))
+    return bundle_files.render(bundle.build(Config()), with_mixin=True)
 
 
 @pytest.fixture(scope="session")

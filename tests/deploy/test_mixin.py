@@ -253,7 +253,7 @@ def test_mixin_files_are_the_bundle_files(built: dict[str, str]) -> None:
         )
     }
     assert (
-        bundle_files.render(bundle.build(Config()))[f"{mixin.DIR}/config.libsonnet"]
+        bundle_files.render(bundle.build(Config()), with_mixin=True)[f"{mixin.DIR}/config.libsonnet"]
         == built[f"{mixin.DIR}/config.libsonnet"]
     )
 
@@ -295,10 +295,12 @@ def test_only_a_build_that_writes_the_mixin_runs_the_trace(monkeypatch: pytest.M
     monkeypatch.setattr(trace, "trace", counting_trace)
     built = bundle.build(Config())
     bundle_files.render(built, with_deploy=False)
+    bundle_files.render(built)
     deploy.artefacts(built, with_mixin=False)
     assert calls == []
     deploy.artefacts(built, with_mixin=True)
-    assert calls == ["trace"]
+    bundle_files.render(built, with_mixin=True)
+    assert calls == ["trace", "trace"]
 
 
 def test_the_default_mixin_exposes_exactly_these_settings(bundle_dir: Path) -> None:
