@@ -26,6 +26,7 @@ class Source(StrEnum):
     INFERSIGHT_GPU = "infersight-gpu-exporter"
     INFERSIGHT_MOE = "infersight-moe-exporter"
     INFERSIGHT_EXPORTER = "infersight-exporter-health"
+    KUBE_STATE_METRICS = "kube-state-metrics"
     PROMETHEUS = "prometheus"
 
 
@@ -471,6 +472,25 @@ _METRICS: tuple[Metric, ...] = (
         "Unix time the vLLM API server process started.",
         "all",
         "dateTimeAsIso",
+    ),
+    # --- kube-state-metrics: the replicas autoscaled workloads run --------------------------------
+    Metric(
+        "kube_deployment_status_replicas",
+        GAUGE,
+        Source.KUBE_STATE_METRICS,
+        ("namespace", "deployment"),
+        "Replicas of a Deployment (its pods, ready or not).",
+        "kube-state-metrics 2.x",
+        "short",
+    ),
+    Metric(
+        "kube_statefulset_status_replicas",
+        GAUGE,
+        Source.KUBE_STATE_METRICS,
+        ("namespace", "statefulset"),
+        "Replicas of a StatefulSet.",
+        "kube-state-metrics 2.x",
+        "short",
     ),
     # --- Prometheus itself --------------------------------------------------------------------
     Metric("up", GAUGE, Source.PROMETHEUS, ("job", "instance"), "Scrape target health.", "all", "short"),

@@ -14,16 +14,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from infersight.alerts import autoscaling as autoscaling_alerts
 from infersight.alerts import exporter_health as exporter_health_alerts
 from infersight.alerts import gpu as gpu_alerts
 from infersight.alerts import kv_cache as kv_cache_alerts
 from infersight.alerts import moe as moe_alerts
 from infersight.alerts import serving as serving_alerts
 from infersight.config import Config
+from infersight.dashboards import autoscaling as autoscaling_dashboards
 from infersight.dashboards import gpu as gpu_dashboards
 from infersight.dashboards import kv_cache as kv_cache_dashboards
 from infersight.dashboards import moe as moe_dashboards
 from infersight.dashboards import serving as serving_dashboards
+from infersight.recording_rules import autoscaling as autoscaling_rules
 from infersight.recording_rules import gpu as gpu_rules
 from infersight.recording_rules import kv_cache as kv_cache_rules
 from infersight.recording_rules import moe as moe_rules
@@ -143,6 +146,22 @@ PACKS: tuple[Pack, ...] = (
         recording_groups=gpu_rules.groups,
         alert_groups=gpu_alerts.groups,
         dashboards=gpu_dashboards.dashboards,
+    ),
+    Pack(
+        "autoscaling",
+        config_sections=("autoscaling",),
+        reads=frozenset(
+            {
+                "kube_deployment_status_replicas",
+                "kube_statefulset_status_replicas",
+                "vllm:kv_cache_usage_perc",
+                "vllm:num_requests_running",
+                "vllm:num_requests_waiting",
+            }
+        ),
+        recording_groups=autoscaling_rules.groups,
+        alert_groups=autoscaling_alerts.groups,
+        dashboards=autoscaling_dashboards.dashboards,
     ),
     Pack(
         "exporter_health",

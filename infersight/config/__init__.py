@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
+from infersight.config.autoscaling import Autoscaling
 from infersight.config.common import AlertRule, Fraction, NonNegative, PackSection, Severity, Strict
 from infersight.config.deploy import (
     Deploy,
@@ -147,6 +148,7 @@ class Config(Strict):
     deploy: Deploy = Deploy()
     gpu: GPU = GPU()
     exporters: Exporters = Exporters()
+    autoscaling: Autoscaling = Autoscaling()
 
     @model_validator(mode="after")
     def _thresholds_are_buckets(self) -> Config:

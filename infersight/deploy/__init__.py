@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from infersight.bundle import Bundle
-from infersight.deploy import alertmanager, grafana, helm, kubernetes, mixin, otelcol, prometheus
+from infersight.deploy import alertmanager, autoscaling, grafana, helm, kubernetes, mixin, otelcol, prometheus
 from infersight.output import dump_yaml
 
 # Files of the deploy/ tree that hold secrets (Alertmanager's webhook URLs): written 0600.
@@ -29,11 +29,12 @@ def _yaml_documents(docs: list[dict[str, Any]], header: str) -> str:
     return _yaml(docs[0], header) + "".join("---\n" + _yaml(doc, "") for doc in docs[1:]) if docs else ""
 
 
-def artefacts(bundle: Bundle, *, with_mixin: bool = True) -> dict[str, str]:
+def artefacts(bundle: Bundle, *, with_mixin: bool = False) -> dict[str, str]:
     """The deploy/ files by relative path. The mixin is traced from the packs (it rebuilds each
     several times), so only a build that writes it asks for it."""
     cfg, header = bundle.cfg, bundle.header
     am_config = alertmanager.config(bundle)
+    scaled = cfg.autoscaling.models
     out = {
         helm.VALUES_PATH: _yaml(helm.values(bundle), header),
         helm.ALERTMANAGER_VALUES_PATH: _yaml(helm.alertmanager_values(am_config), header),
@@ -45,6 +46,9 @@ def artefacts(bundle: Bundle, *, with_mixin: bool = True) -> dict[str, str]:
         prometheus.PATH: _yaml(prometheus.config(bundle), header),
         alertmanager.PATH: _yaml(am_config, header),
         otelcol.PATH: _yaml(otelcol.config(cfg), header),
+        autoscaling.KEDA_PATH: _yaml_documents([autoscaling.scaled_object(cfg, m) for m in scaled], header),
+        autoscaling.HPA_PATH: _yaml_documents([autoscaling.hpa(cfg, m) for m in scaled], header),
+        autoscaling.ADAPTER_VALUES_PATH: _yaml(autoscaling.adapter_values(cfg), header) if scaled else "",
         **(mixin.files(cfg, header) if with_mixin else {}),
     }
     return {path: text for path, text in out.items() if text}

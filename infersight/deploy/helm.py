@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from infersight.bundle import Bundle
-from infersight.deploy import grafana, targets
+from infersight.deploy import autoscaling, grafana, targets
 from infersight.deploy.naming import resource_name
 from infersight.output import dump_json
 
@@ -62,7 +62,7 @@ def values(bundle: Bundle) -> dict[str, Any]:
             monitor["additionalLabels"] = dict(extra_labels)
         monitor.update(targets.pod_monitor_spec(cfg, t))
         monitors.append(monitor)
-    return {
+    values: dict[str, Any] = {
         "additionalPrometheusRulesMap": rules,
         "prometheus": {"prometheusSpec": spec, "additionalPodMonitors": monitors},
         "grafana": {
@@ -75,6 +75,10 @@ def values(bundle: Bundle) -> dict[str, Any]:
             },
         },
     }
+    if cfg.autoscaling.models:
+        # The chart applies extraManifests as they are: the chosen engine's autoscalers.
+        values["extraManifests"] = autoscaling.manifests(cfg)
+    return values
 
 
 def alertmanager_values(alertmanager_config: dict[str, Any]) -> dict[str, Any]:

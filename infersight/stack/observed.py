@@ -27,7 +27,14 @@ def validation_profile(cfg: Config | None = None, time_scale: float = VALIDATION
 class ObservedStack:
     """Build the bundle into ``workdir/bundle``; run Alertmanager and Prometheus with its rules."""
 
-    def __init__(self, workdir: Path, cfg: Config, jobs: Mapping[str, Sequence[str]]):
+    def __init__(
+        self,
+        workdir: Path,
+        cfg: Config,
+        jobs: Mapping[str, Sequence[str]],
+        job_labels: Mapping[str, Mapping[str, str]] | None = None,
+    ):
+        """``job_labels``: target labels per job, as a PodMonitor would add them (e.g. namespace)."""
         self.workdir = workdir
         self.cfg = cfg
         self.bundle_dir = workdir / "bundle"
@@ -39,7 +46,10 @@ class ObservedStack:
         self.alertmanager = Alertmanager(workdir / "alertmanager")
         self.prometheus = Prometheus(
             workdir / "prometheus",
-            jobs=[ScrapeJob(name, list(targets)) for name, targets in sorted(jobs.items())],
+            jobs=[
+                ScrapeJob(name, list(targets), labels=dict((job_labels or {}).get(name, {})))
+                for name, targets in sorted(jobs.items())
+            ],
             rule_files=rule_files,
             scrape_interval=scrape,
             evaluation_interval=str(cfg.scaled(cfg.intervals.evaluation)),
