@@ -7,6 +7,7 @@ manifests, Grafana provisioning, Alertmanager routing and the OpenTelemetry coll
 
 from __future__ import annotations
 
+import ipaddress
 import re
 
 from pydantic import Field, field_validator
@@ -20,6 +21,9 @@ _K8S_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)
 _K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _PORT_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,13}[a-z0-9])?$")  # IANA_SVC_NAME: at most 15 characters
 _HOST_PORT = re.compile(r"^[A-Za-z0-9.\-\[\]:]+:[0-9]{1,5}$")
+_HOST_NAME = re.compile(
+    r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"
+)
 _HTTP_URL = re.compile(r"^https?://[^\s/$.?#][^\s]*$")
 
 
@@ -167,15 +171,41 @@ class DeployAlertmanager(Strict):
 
 
 class DeployOtelcol(Strict):
-    otlp_grpc_endpoint: str = "0.0.0.0:4317"  # where vLLM's --otlp-traces-endpoint sends traces
-    otlp_http_endpoint: str = "0.0.0.0:4318"
+    # Where the collector's OTLP receivers and health check listen. The default accepts only
+    # senders on the collector's own host; a collector pod that vLLM pods send traces to (and
+    # that the kubelet probes) needs 0.0.0.0.
+    listen_address: str = "127.0.0.1"
+    # "" = listen_address with the OTLP port (4317 gRPC, 4318 HTTP); vLLM's
+    # --otlp-traces-endpoint points at the gRPC one.
+    otlp_grpc_endpoint: str = ""
+    otlp_http_endpoint: str = ""
     traces_endpoint: str = "tempo:4317"  # OTLP/gRPC backend the collector forwards traces to
     traces_insecure: bool = True  # plaintext to the traces backend (in-cluster); false = TLS
 
-    @field_validator("otlp_grpc_endpoint", "otlp_http_endpoint", "traces_endpoint")
+    @field_validator("listen_address")
+    @classmethod
+    def _address(cls, v: str) -> str:
+        try:
+            ipaddress.ip_address(v)
+        except ValueError:
+            if not _HOST_NAME.match(v):
+                raise ValueError("must be an IP address or host name without a port, e.g. 0.0.0.0") from None
+        return v
+
+    @field_validator("otlp_grpc_endpoint", "otlp_http_endpoint")
+    @classmethod
+    def _host_port_or_empty(cls, v: str) -> str:
+        return _host_ports_valid([v])[0] if v else v
+
+    @field_validator("traces_endpoint")
     @classmethod
     def _host_port(cls, v: str) -> str:
         return _host_ports_valid([v])[0]
+
+    def listen(self, port: int) -> str:
+        """host:port on listen_address (an IPv6 address in brackets)."""
+        host = f"[{self.listen_address}]" if ":" in self.listen_address else self.listen_address
+        return f"{host}:{port}"
 
 
 class Deploy(Strict):

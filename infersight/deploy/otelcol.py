@@ -16,6 +16,11 @@ from infersight.deploy import targets
 
 PATH = "deploy/otelcol/config.yaml"
 
+# The collector's standard ports; deploy.otelcol.listen_address says on which address.
+OTLP_GRPC_PORT = 4317
+OTLP_HTTP_PORT = 4318
+HEALTH_CHECK_PORT = 13133
+
 PROCESSORS = ["memory_limiter", "k8sattributes", "resourcedetection", "batch"]
 
 
@@ -52,7 +57,10 @@ def config(cfg: Config) -> dict[str, Any]:
         "receivers": {
             "prometheus": {"config": escape(scrape)},
             "otlp": {
-                "protocols": {"grpc": {"endpoint": o.otlp_grpc_endpoint}, "http": {"endpoint": o.otlp_http_endpoint}}
+                "protocols": {
+                    "grpc": {"endpoint": o.otlp_grpc_endpoint or o.listen(OTLP_GRPC_PORT)},
+                    "http": {"endpoint": o.otlp_http_endpoint or o.listen(OTLP_HTTP_PORT)},
+                }
             },
         },
         "processors": {
@@ -90,7 +98,7 @@ def config(cfg: Config) -> dict[str, Any]:
             },
             "otlp": {"endpoint": o.traces_endpoint, "tls": {"insecure": o.traces_insecure}},
         },
-        "extensions": {"health_check": {"endpoint": "0.0.0.0:13133"}},
+        "extensions": {"health_check": {"endpoint": o.listen(HEALTH_CHECK_PORT)}},
         "service": {
             "extensions": ["health_check"],
             "pipelines": {

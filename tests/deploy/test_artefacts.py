@@ -239,6 +239,30 @@ def test_otelcol_escapes_every_dollar() -> None:
     assert otelcol.unescape(escaped) == relabel
 
 
+def _otelcol_listeners(cfg: Config) -> list[str]:
+    config = otelcol.config(cfg)
+    protocols = config["receivers"]["otlp"]["protocols"]
+    return [
+        protocols["grpc"]["endpoint"],
+        protocols["http"]["endpoint"],
+        config["extensions"]["health_check"]["endpoint"],
+    ]
+
+
+def test_otelcol_listens_on_loopback_unless_told_otherwise() -> None:
+    assert _otelcol_listeners(Config()) == ["127.0.0.1:4317", "127.0.0.1:4318", "127.0.0.1:13133"]
+    pod = parse_config({"deploy": {"otelcol": {"listen_address": "0.0.0.0"}}})
+    assert _otelcol_listeners(pod) == ["0.0.0.0:4317", "0.0.0.0:4318", "0.0.0.0:13133"]
+    mixed = parse_config({"deploy": {"otelcol": {"listen_address": "::", "otlp_http_endpoint": "10.0.0.5:4318"}}})
+    assert _otelcol_listeners(mixed) == ["[::]:4317", "10.0.0.5:4318", "[::]:13133"]
+
+
+@pytest.mark.parametrize("address", ["0.0.0.0:4317", "", "host name", "http://collector"])
+def test_otelcol_listen_address_must_be_an_address_or_host_name(address: str) -> None:
+    with pytest.raises(ConfigError, match=r"deploy\.otelcol\.listen_address: .*IP address or host name"):
+        parse_config({"deploy": {"otelcol": {"listen_address": address}}})
+
+
 def test_job_follows_the_selector_and_a_contradicting_job_is_refused() -> None:
     cfg = parse_config({"selectors": {"vllm": ['job="llm-serving"', 'namespace=~"llm-.*"']}})
     assert targets.targets(cfg)[0].job == "llm-serving"
