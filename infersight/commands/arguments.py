@@ -1,10 +1,16 @@
-"""Argument types the subcommands share: a bad value becomes argparse's usage error naming it."""
+"""Argument types the subcommands share: a bad value becomes argparse's usage error naming it and
+what is allowed."""
 
 from __future__ import annotations
 
 import argparse
+import math
+import urllib.parse
 
 from infersight.durations import Duration, DurationError
+
+# Waiting on a server for more than a day is a typo, not a plan.
+LONGEST_TIME_LIMIT = Duration.parse("1d")
 
 
 def duration(text: str) -> Duration:
@@ -13,3 +19,33 @@ def duration(text: str) -> Duration:
         return Duration.parse(text)
     except DurationError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def time_limit(text: str) -> float:
+    """How long an operation may take, in seconds: a duration (90s, 2m) or a number of seconds
+    (120, 0.5), above zero and at most a day. NaN, infinities and negative values are refused."""
+    allowed = f"give a number of seconds or a duration such as 90s or 2m, above 0 and at most {LONGEST_TIME_LIMIT}"
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            seconds = Duration.parse(text).total_seconds
+        except DurationError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a time limit: {allowed}") from None
+    if not (math.isfinite(seconds) and 0 < seconds <= LONGEST_TIME_LIMIT.total_seconds):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a time limit: {allowed}")
+    return seconds
+
+
+def http_url(text: str) -> str:
+    """A server's base URL, http:// or https:// with a host (e.g. http://127.0.0.1:9090); no trailing slash."""
+    parts = urllib.parse.urlsplit(text.strip())
+    try:
+        parts.port  # noqa: B018 (a port that is not a number raises here)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} has a port that is not a number (0-65535)") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a URL: give http:// or https:// and a host, e.g. http://127.0.0.1:9090"
+        )
+    return text.strip().rstrip("/")
