@@ -7,7 +7,9 @@
   (``GET /api/datasources/uid/<uid>``).
 
 The token comes from the environment (:data:`TOKEN_ENV`) and is sent as a bearer token; it never
-appears in a flag, a log line or an error message.
+appears in a flag, a log line or an error message, and never follows a redirect (see http.py). The
+whole import has one deadline (``timeout``), however slowly Grafana answers. An answer that is not
+the JSON Grafana documents (a login page, a proxy's error page) fails the step that got it.
 """
 
 from __future__ import annotations
@@ -37,33 +39,54 @@ def token_from_env(env: Mapping[str, str] = os.environ) -> str:
     return token
 
 
+def _not_grafana(method: str, path: str, resp: http.Response) -> GrafanaError:
+    return GrafanaError(
+        f"{method} {path} answered {resp.status} with something that is not Grafana's JSON ({resp.message()[:120]}); "
+        "is the URL Grafana's?"
+    )
+
+
 @dataclass
 class Grafana:
     url: str
     token: str
     log: Callable[[str], None] = print
+    timeout: float = 120.0  # seconds for the whole import
+    _deadline: http.Deadline | None = None
 
     def _call(self, method: str, path: str, body: Any = None) -> http.Response:
-        resp = http.request(method, self.url.rstrip("/") + path, body, {"Authorization": f"Bearer {self.token}"})
+        auth = {"Authorization": f"Bearer {self.token}"}
+        resp = http.request(method, self.url.rstrip("/") + path, body, auth, deadline=self._deadline)
         if resp.status in (401, 403):
             raise GrafanaError(f"{method} {path}: Grafana refused the token ({resp.status}): {resp.message()}")
         return resp
 
+    def _object(self, method: str, path: str, resp: http.Response) -> dict[str, Any]:
+        """A successful answer's JSON object; GrafanaError for anything else."""
+        if not resp.ok:
+            raise GrafanaError(f"{method} {path} answered {resp.status}: {resp.message()}")
+        if not isinstance(resp.body, dict):
+            raise _not_grafana(method, path, resp)
+        return resp.body
+
     def ensure_folder(self, uid: str, title: str) -> str:
         """The uid of the folder to import into, creating it when missing."""
-        resp = self._call("GET", f"/api/folders/{uid}")
-        if resp.ok:
-            return uid
+        path = f"/api/folders/{uid}"
+        resp = self._call("GET", path)
         if resp.status != 404:
-            raise GrafanaError(f"GET /api/folders/{uid} answered {resp.status}: {resp.message()}")
+            self._object("GET", path, resp)
+            return uid
         resp = self._call("POST", "/api/folders", {"uid": uid, "title": title})
         if resp.ok:
+            self._object("POST", "/api/folders", resp)
             self.log(f"created folder {title!r} (uid {uid})")
             return uid
         if resp.status == 409:  # a folder with this title exists under another uid: use it
             listing = self._call("GET", "/api/folders")
-            for folder in listing.body or []:
-                if folder.get("title") == title:
+            if not listing.ok or not isinstance(listing.body, list):
+                raise _not_grafana("GET", "/api/folders", listing)
+            for folder in listing.body:
+                if isinstance(folder, dict) and folder.get("title") == title and folder.get("uid"):
                     return str(folder["uid"])
         raise GrafanaError(f"POST /api/folders answered {resp.status}: {resp.message()}")
 
@@ -83,11 +106,14 @@ class Grafana:
             "message": f"infersight {__version__}",
         }
         resp = self._call("POST", "/api/dashboards/db", body)
-        if not resp.ok or not isinstance(resp.body, dict) or resp.body.get("status") != "success":
+        if resp.ok and not isinstance(resp.body, dict):
+            raise _not_grafana("POST", "/api/dashboards/db", resp)
+        if not resp.ok or resp.body.get("status") != "success":
             raise GrafanaError(f"importing {board.get('uid')}: Grafana answered {resp.status}: {resp.message()}")
         return str(resp.body.get("url", ""))
 
     def deploy(self, boards: Mapping[str, dict[str, Any]], folder_uid: str, folder: str, datasource_uid: str) -> None:
+        self._deadline = http.Deadline.after(self.timeout)
         uid = self.ensure_folder(folder_uid, folder)
         self.check_datasource(datasource_uid)
         for name, board in boards.items():
