@@ -314,7 +314,7 @@ def test_writers_follow_what_the_build_produces() -> None:
 
 def test_deploy_files_are_deterministic(built: dict[str, str]) -> None:
     trace._trace.cache_clear()  # trace the settings again rather than reuse the first result
-    again = bundle_files.render(bundle.build(Config()))
+    again = bundle_files.render(bundle.build(Config()), with_mixin=True)
     assert {k: v for k, v in again.items() if k.startswith("deploy/")} == {
         k: v for k, v in built.items() if k.startswith("deploy/")
     }
