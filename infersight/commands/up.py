@@ -18,16 +18,12 @@ import functools
 import logging
 import os
 import shutil
-import signal
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 
 from infersight import bundle, bundle_files
 from infersight.commands.loadgen import scenario_dirs
@@ -42,6 +38,7 @@ from infersight.commands.validate import (
     print_outcome,
 )
 from infersight.config import Config
+from infersight.interrupts import Terminated, sigterm_raises, uninterruptible
 from infersight.loadgen.prompts import load_vocabulary
 from infersight.loadgen.scenario import Scenario, ScenarioError
 from infersight.loadgen.target import TargetError, check_target
@@ -110,36 +107,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     add_report_arguments(p, settle="20s")
     p.set_defaults(func=run_up)
-
-
-class _Stop(BaseException):
-    """SIGTERM, turned into an exception so the same clean-up runs as for Ctrl-C."""
-
-
-@contextmanager
-def _sigterm_raises() -> Iterator[None]:
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise _Stop()
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-@contextmanager
-def _uninterruptible() -> Iterator[None]:
-    """Clean-up must finish: a second Ctrl-C or SIGTERM waits until it has."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
 
 
 def _order(scenarios: list[tuple[Scenario, str]]) -> list[tuple[Scenario, str]]:
@@ -252,13 +219,13 @@ def run_up(args: argparse.Namespace) -> int:
     stack = LocalStack(workdir, models=models, target=target, say=say)
     began = time.monotonic()
     try:
-        with _sigterm_raises():
+        with sigterm_raises():
             return _run(args, stack, plan, skipped, target, began)
-    except (KeyboardInterrupt, _Stop):
+    except (KeyboardInterrupt, Terminated):
         print(f"\n{prog}: interrupted; stopping everything", file=sys.stderr)
         return EXIT_INTERRUPTED
     finally:
-        with _uninterruptible():
+        with uninterruptible():
             stack.stop()
             shutil.rmtree(workdir, ignore_errors=True)
         say(f"{prog}: stopped everything it started and removed {workdir} ({time.monotonic() - began:.0f}s in all)")
@@ -316,7 +283,7 @@ def _run(
         return _report(args, stack, mon, runs, skipped, view)
     finally:
         if view is not None and view.started is not None:
-            with _uninterruptible():
+            with uninterruptible():
                 view.started.stop()
 
 
