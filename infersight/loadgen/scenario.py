@@ -51,9 +51,10 @@ class ScenarioError(InputError):
 
 
 class _Strict(BaseModel):
-    """Unknown keys are errors: a typo must not silently fall back to a default."""
+    """Unknown keys are errors: a typo must not silently fall back to a default. Numbers are
+    finite: pydantic would read the strings "1e400" or "Infinity" as floats past any lower bound."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 def _positive(d: Duration, what: str) -> Duration:

@@ -176,3 +176,16 @@ def test_healthy_expects_quiet_and_faults_expect_firing() -> None:
         sc = load_scenario(SCENARIOS / f"{name}.yaml")
         assert sc.expect is not None and sc.expect.fire, name
         assert any(s.fault == name for s in sc.stages), name
+
+
+@pytest.mark.parametrize("number", ['"1e400"', '"Infinity"', '"-inf"', '"NaN"'])
+def test_numbers_written_as_strings_must_be_finite(tmp_path: Path, number: str) -> None:
+    # pydantic reads these strings as floats past any lower bound; a YAML .inf is caught by the reader
+    path = tmp_path / "s.yaml"
+    tokens = f"{{dist: normal, min: 1, max: 64, mean: {number}, stddev: 1}}"
+    stage = f"{{name: a, duration: 10s, rate: 1, prompt_tokens: {tokens}}}"
+    path.write_text(f"name: t\nlimits: {{max_duration: 1m, max_requests: 100}}\nstages: [{stage}]\n")
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    assert [p for p, _ in info.value.problems] == ["stages.0.prompt_tokens.mean"]
+    assert "finite" in str(info.value)

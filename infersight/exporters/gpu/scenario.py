@@ -44,7 +44,8 @@ class ScenarioError(InputFileError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # finite numbers only: pydantic would read the strings "1e400" or "Infinity" as floats
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class GpuSpec(_Strict):

@@ -186,3 +186,14 @@ def test_scenario_file_errors(tmp_path: Path) -> None:
     bad.write_text("- a list\n")
     with pytest.raises(ScenarioError, match="must be a mapping"):
         load_scenario(str(bad))
+
+
+@pytest.mark.parametrize("number", ['"1e400"', '"Infinity"', '"-inf"', '"NaN"'])
+def test_numbers_written_as_strings_must_be_finite(tmp_path: Path, number: str) -> None:
+    # pydantic reads these strings as floats past any lower bound; a YAML .inf is caught by the reader
+    path = tmp_path / "gpus.yaml"
+    path.write_text(f"gpus: [{{model: x, count: 1, power_w: {number}}}]\nprocesses: []\n")
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(str(path))
+    assert [p for p, _ in info.value.problems] == ["gpus.0.power_w"]
+    assert "finite" in str(info.value)
