@@ -15,6 +15,7 @@ from infersight.config import Config
 from infersight.conventions import MAX_RULES_PER_GROUP
 from infersight.stack.observed import VALIDATION_TIME_SCALE
 from tests.host_stalls import StallWatch
+from tests.packs.autoscaling_configs import THREE_MODELS
 from tests.packs.e2e_support import profile
 
 REPO = Path(__file__).resolve().parents[1]
@@ -113,7 +114,8 @@ def _proof_rows() -> dict[str, str]:
 
 
 def test_proof_table_lists_every_alert_the_bundle_can_hold() -> None:
-    all_on = Config.model_validate({"moe": {"models": ["m"]}})  # the MoE absent alert needs MoE models
+    # The MoE absent alert needs MoE models, the autoscaling alert scaled models.
+    all_on = Config.model_validate({"moe": {"models": ["m"]}, **THREE_MODELS})
     assert set(_proof_rows()) == bundle.build(all_on).alert_names()
 
 
