@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from infersight.commands.arguments import duration, http_url, time_limit
+from infersight.commands.arguments import duration, http_url, time_limit, time_scale
 from infersight.durations import MAX_DURATION
 
 
@@ -41,3 +41,14 @@ def test_a_server_url_needs_http_and_a_host(text: str) -> None:
 
 def test_a_server_url_loses_its_trailing_slash() -> None:
     assert http_url("http://127.0.0.1:9090/") == "http://127.0.0.1:9090"
+
+
+@pytest.mark.parametrize(("text", "factor"), [("1", 1.0), ("60", 60.0), ("2.5", 2.5), ("3600", 3600.0)])
+def test_a_time_scale_is_what_the_config_allows(text: str, factor: float) -> None:
+    assert time_scale(text) == factor
+
+
+@pytest.mark.parametrize("text", ["inf", "-inf", "nan", "1e400", "0", "0.5", "-5", "3601", "fast", ""])
+def test_a_time_scale_must_be_finite_and_within_the_configs_range(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match=r"is not a time scale: .*from 1 to 3600"):
+        time_scale(text)

@@ -7,6 +7,7 @@ import argparse
 import math
 import urllib.parse
 
+from infersight.config import MAX_TIME_SCALE
 from infersight.durations import Duration, DurationError
 
 # Waiting on a server for more than a day is a typo, not a plan.
@@ -35,6 +36,17 @@ def time_limit(text: str) -> float:
     if not (math.isfinite(seconds) and 0 < seconds <= LONGEST_TIME_LIMIT.total_seconds):
         raise argparse.ArgumentTypeError(f"{text!r} is not a time limit: {allowed}")
     return seconds
+
+
+def time_scale(text: str) -> float:
+    """The factor a bundle's rules were built with: what the config's time_scale allows."""
+    try:
+        factor = float(text)
+    except ValueError:
+        factor = math.nan
+    if not (math.isfinite(factor) and 1 <= factor <= MAX_TIME_SCALE):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a time scale: give a number from 1 to {MAX_TIME_SCALE}")
+    return factor
 
 
 def http_url(text: str) -> str:

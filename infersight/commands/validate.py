@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from infersight.commands.arguments import duration
+from infersight.commands.arguments import duration, time_scale
 from infersight.commands.loadgen import resolve_scenario
 from infersight.config import Config, ConfigError, load_config
 from infersight.durations import Duration
@@ -32,16 +32,6 @@ from infersight.validate.session import served_model as ask_served_model
 
 EXIT_MISSED, EXIT_BAD_INPUT, EXIT_UNREACHABLE, EXIT_INTERRUPTED = 1, 2, 3, 130
 DEFAULT_REPORT_DIR = Path("infersight-report")
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number")
-    return value
 
 
 def add_report_arguments(p: argparse.ArgumentParser, settle: str = "30s") -> None:
@@ -80,7 +70,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--config", type=Path, help="infersight.yaml the bundle was built from (names its rules)")
     p.add_argument(
         "--time-scale",
-        type=_positive,
+        type=time_scale,
         default=VALIDATION_TIME_SCALE,
         help=f"the time scale the rules were built with, stated in the report (default {VALIDATION_TIME_SCALE:g})",
     )

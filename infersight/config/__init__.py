@@ -131,12 +131,16 @@ class ConfigError(InputError):
     what = "config"
 
 
+# A minute of alerting behaviour in a second at most: past that, every window is a single scrape.
+MAX_TIME_SCALE = 3600
+
+
 class Config(Strict):
     """Root of infersight.yaml."""
 
     # Divide every scrape, evaluation, window and for: by this factor (1 in production). The
     # validation profile uses e.g. 60, so an hour of alerting behaviour takes a minute.
-    time_scale: float = Field(default=1.0, ge=1, le=3600)
+    time_scale: float = Field(default=1.0, ge=1, le=MAX_TIME_SCALE)
     selectors: Selectors = Selectors()
     intervals: Intervals = Intervals()
     buckets: Buckets = Buckets()

@@ -69,3 +69,18 @@ def test_report_dir_that_is_a_file_is_refused_before_sending(
     assert "--report-dir" in line and "not a folder" in line
     assert stub.requests == 0
     assert existing.read_text() == "not a folder\n"
+
+
+@pytest.mark.parametrize("scale", ["inf", "nan", "0.5"])
+def test_a_time_scale_the_config_could_not_hold_is_refused_before_sending(
+    stub: StubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], scale: str
+) -> None:
+    args = ["validate", "healthy", f"--target={stub.url}", "--prometheus=http://127.0.0.1:9"]
+    with pytest.raises(SystemExit) as exit_info:
+        main([*args, f"--report-dir={tmp_path / 'report'}", f"--time-scale={scale}"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert f"--time-scale: {scale!r} is not a time scale" in err
+    assert stub.requests == 0
+    assert not (tmp_path / "report").exists()
