@@ -1,6 +1,6 @@
-"""The packs: every unit of monitoring the bundle is made of, listed in one place.
+"""The packs the bundle is made of, listed in one place.
 
-A pack is one concern of running vLLM (serving, the KV cache, MoE experts, GPUs, the health of
+A pack monitors one part of running vLLM (serving, the KV cache, MoE experts, GPUs, the health of
 infersight's own exporters). It contributes recording-rule groups, alert groups and dashboards,
 each a pure function of the config, and reads a declared set of catalogued metrics from its own
 section of infersight.yaml. The bundle builds exactly the packs listed in :data:`PACKS`, in that

@@ -1,4 +1,4 @@
-"""Static checks of the built bundle (testing ladder, rung 2), for every concern."""
+"""Static checks of the built bundle (testing ladder, rung 2), for every pack."""
 
 from __future__ import annotations
 

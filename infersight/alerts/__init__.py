@@ -1,1 +1,1 @@
-"""Alert rules, one module per concern; each exposes ``groups(cfg)``."""
+"""Alert rules, one module per pack; each exposes ``groups(cfg)``."""

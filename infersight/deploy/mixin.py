@@ -28,7 +28,7 @@ DIR = "deploy/mixin"
 FIELDS = {"recording_rules": "prometheusRules", "alerts": "prometheusAlerts", "dashboards": "grafanaDashboards"}
 
 
-def unit_names() -> tuple[str, ...]:
+def builder_names() -> tuple[str, ...]:
     """Every builder the packs have, as "<kind>/<pack>", in the order of the bundle's files."""
     return tuple(
         f"{kind}/{pack.name}"
@@ -38,7 +38,7 @@ def unit_names() -> tuple[str, ...]:
     )
 
 
-def build_unit(name: str, cfg: Config) -> Any:
+def run_builder(name: str, cfg: Config) -> Any:
     """One builder's output as plain JSON data: a list of rule groups, or {file: dashboard}."""
     kind, pack_name = name.split("/")
     pack = by_name(pack_name)
@@ -49,14 +49,14 @@ def build_unit(name: str, cfg: Config) -> Any:
     return json.loads(json.dumps(data))
 
 
-def assemble(per_unit: dict[str, Any]) -> dict[str, Any]:
-    """The mixin's three fields from per-unit parts (templates or plain data alike)."""
+def assemble(per_builder: dict[str, Any]) -> dict[str, Any]:
+    """The mixin's three fields from each builder's part (templates or plain data alike)."""
     out: dict[str, Any] = {
         "prometheusRules": {"groups": []},
         "prometheusAlerts": {"groups": []},
         "grafanaDashboards": {},
     }
-    for name, part in per_unit.items():
+    for name, part in per_builder.items():
         kind = name.split("/")[0]
         if kind == "dashboards":
             out["grafanaDashboards"].update(part)
@@ -68,7 +68,7 @@ def assemble(per_unit: dict[str, Any]) -> dict[str, Any]:
 
 def core(cfg: Config) -> dict[str, Any]:
     """What the mixin evaluates to with the default _config: the Python build of this config."""
-    return assemble({name: build_unit(name, cfg) for name in unit_names()})
+    return assemble({name: run_builder(name, cfg) for name in builder_names()})
 
 
 # --- jsonnet text ----------------------------------------------------------------------------
@@ -138,7 +138,7 @@ def to_jsonnet(node: Any, indent: int = 0) -> str:
 
 
 def files(cfg: Config, header: str) -> dict[str, str]:
-    traced = trace.trace(cfg, unit_names(), build_unit)
+    traced = trace.trace(cfg, builder_names(), run_builder)
     template = assemble(traced.templates)
     comment = "".join(f"// {line}\n" for line in header.splitlines())
     settings = {leaf.key: list(leaf.value) if isinstance(leaf.value, tuple) else leaf.value for leaf in traced.settings}

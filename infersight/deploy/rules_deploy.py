@@ -2,7 +2,7 @@
 
 1. ``promtool check rules`` on every file, in a staging folder: a refused file stops everything
    before the rules folder is touched.
-2. Write the files atomically into the rules folder (``infersight-<kind>-<concern>.yaml``) and
+2. Write the files atomically into the rules folder (``infersight-<kind>-<pack>.yaml``) and
    remove infersight files the bundle no longer has, keeping the previous contents in memory.
 3. Reload: ``POST /-/reload``; when the lifecycle API is off, say how to reload (SIGHUP) and wait
    for the reload to happen.

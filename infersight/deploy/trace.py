@@ -16,9 +16,9 @@ the setting reaches the output:
 
 A setting that reaches the output any other way (converted to bytes, deciding how many rules
 exist, a bucket boundary, ...) fails step 3 and is not exposed: changing it needs a Python
-rebuild. The check runs per unit (one pack's rules, alerts or dashboards), all settings at once
+rebuild. The check runs per pack builder (one pack's rules, alerts or dashboards), all settings at once
 first; a failure blames the settings printed where the output differs and retries the rest, and
-halves the group only when nothing can be blamed. A setting rejected by any unit is exposed by none.
+halves the group only when nothing can be blamed. A setting rejected by any builder is exposed by none.
 
 A builder may reject a sentinel with ValueError (its own validation of a value); that rejects the
 setting. Any other exception is a bug in the builder and stops the trace (TraceError): hiding it
@@ -446,12 +446,12 @@ def refs(tmpl: Any) -> set[str]:
 
 @dataclass(frozen=True)
 class Traced:
-    templates: dict[str, Any]  # unit name -> its output with settings as Ref/Text nodes
+    templates: dict[str, Any]  # builder name -> its output with settings as Ref/Text nodes
     settings: tuple[Leaf, ...]  # the settings referenced anywhere, in config order
 
 
-class _Unit:
-    """Tracing of one unit (say, the gpu alerts) against the real build."""
+class _TracedBuilder:
+    """Tracing of one pack builder (say, the gpu alerts) against the real build."""
 
     def __init__(self, name: str, build: Callable[[Config], Any], cfg: Config, sentinels: dict[str, Value]):
         self.build, self.cfg, self.sentinels = build, cfg, sentinels
@@ -472,7 +472,7 @@ class _Unit:
         except Exception as exc:
             keys = ", ".join(leaf.key for leaf in chosen)
             raise TraceError(
-                f"mixin trace: unit {self.name} raised {type(exc).__name__}: {exc} when built with sentinel"
+                f"mixin trace: pack builder {self.name} raised {type(exc).__name__}: {exc} when built with sentinel"
                 f" values for [{keys}]; a builder must build any valid config or reject a value with ValueError"
             ) from exc
         w.template = w.walk(built, self.real)
@@ -498,39 +498,39 @@ class _Unit:
         self.solve(guilty)
 
 
-def trace(cfg: Config, unit_names: Sequence[str], build_unit: Callable[[str, Config], Any]) -> Traced:
-    """Template each unit's output over every setting that reaches it verbatim."""
-    return _trace(cfg.model_dump_json(by_alias=True), tuple(unit_names), build_unit)
+def trace(cfg: Config, builder_names: Sequence[str], run_builder: Callable[[str, Config], Any]) -> Traced:
+    """Template each pack builder's output over every setting that reaches it verbatim."""
+    return _trace(cfg.model_dump_json(by_alias=True), tuple(builder_names), run_builder)
 
 
 @lru_cache(maxsize=8)
-def _trace(cfg_json: str, unit_names: tuple[str, ...], build_unit: Callable[[str, Config], Any]) -> Traced:
+def _trace(cfg_json: str, builder_names: tuple[str, ...], run_builder: Callable[[str, Config], Any]) -> Traced:
     cfg = parse_config(json.loads(cfg_json), "<config>")
     all_leaves = leaves(cfg)
     sentinels = valid_sentinels(cfg, all_leaves)
     traceable = [leaf for leaf in all_leaves if leaf.key in sentinels]
-    units = [_Unit(name, partial(build_unit, name), cfg, sentinels) for name in unit_names]
-    for unit in units:
-        first = unit.attempt(traceable)
-        # Only settings that show up in this unit are tried in it; the blameless ones first. A
-        # unit that could not build at all shows nothing: try every setting.
+    builders = [_TracedBuilder(name, partial(run_builder, name), cfg, sentinels) for name in builder_names]
+    for builder in builders:
+        first = builder.attempt(traceable)
+        # Only settings that show up in this builder's output are tried in it; the blameless ones
+        # first. A builder that could not build at all shows nothing: try every setting.
         shown = first.seen | first.suspects if first.template is not None else {leaf.key for leaf in traceable}
         if not first.differs:
-            unit.accepted, unit.template = [leaf for leaf in traceable if leaf.key in shown], first.template
+            builder.accepted, builder.template = [leaf for leaf in traceable if leaf.key in shown], first.template
             continue
-        unit.solve([leaf for leaf in traceable if leaf.key in shown - first.suspects])
-        unit.solve([leaf for leaf in traceable if leaf.key in shown & first.suspects])
-    # A setting rejected anywhere is exposed nowhere: re-template the units that accepted it.
-    rejected = set().union(*(u.rejected for u in units))
+        builder.solve([leaf for leaf in traceable if leaf.key in shown - first.suspects])
+        builder.solve([leaf for leaf in traceable if leaf.key in shown & first.suspects])
+    # A setting rejected anywhere is exposed nowhere: re-template the builders that accepted it.
+    rejected = set().union(*(b.rejected for b in builders))
     while True:
-        for unit in units:
-            if any(leaf.key in rejected for leaf in unit.accepted):
-                keep = [leaf for leaf in unit.accepted if leaf.key not in rejected]
-                unit.accepted, unit.template = [], unit.real
-                unit.solve(keep)
-        newly = set().union(*(u.rejected for u in units)) - rejected
+        for builder in builders:
+            if any(leaf.key in rejected for leaf in builder.accepted):
+                keep = [leaf for leaf in builder.accepted if leaf.key not in rejected]
+                builder.accepted, builder.template = [], builder.real
+                builder.solve(keep)
+        newly = set().union(*(b.rejected for b in builders)) - rejected
         if not newly:
             break
         rejected |= newly
-    used = set().union(*(refs(u.template) for u in units))
-    return Traced({u.name: u.template for u in units}, tuple(leaf for leaf in all_leaves if leaf.key in used))
+    used = set().union(*(refs(b.template) for b in builders))
+    return Traced({b.name: b.template for b in builders}, tuple(leaf for leaf in all_leaves if leaf.key in used))

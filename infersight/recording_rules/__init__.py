@@ -1,1 +1,1 @@
-"""Recording rules, one module per concern; each exposes ``groups(cfg)``."""
+"""Recording rules, one module per pack; each exposes ``groups(cfg)``."""

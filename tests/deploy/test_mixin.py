@@ -218,10 +218,10 @@ def test_a_setting_that_reaches_the_output_derived_is_not_exposed() -> None:
             {"expr": f"x > {factor}", "halved": f"y > {factor / 2}", "for": str(cfg.alerts.serving.target_down.for_)}
         ]
 
-    traced = trace.trace(Config(), ["unit"], build)
+    traced = trace.trace(Config(), ["builder"], build)
     keys = {leaf.key for leaf in traced.settings}
     assert keys == {"alerts.serving.target_down.for"}
-    assert trace.render(traced.templates["unit"], {"alerts.serving.target_down.for": "9m"}) == [
+    assert trace.render(traced.templates["builder"], {"alerts.serving.target_down.for": "9m"}) == [
         {"expr": "x > 14.4", "halved": "y > 7.2", "for": "9m"}
     ]
 
@@ -231,10 +231,10 @@ def test_percent_and_complement_forms_are_traced() -> None:
         objective = cfg.slo.availability.objective
         return {"title": f"objective {objective * 100:.6g}%", "threshold": 1 - objective, "expr": f"a < {objective}"}
 
-    traced = trace.trace(Config(), ["unit"], build)
+    traced = trace.trace(Config(), ["builder"], build)
     assert [leaf.key for leaf in traced.settings] == ["slo.availability.objective"]
-    assert trace.render(traced.templates["unit"], {"slo.availability.objective": 0.9}) == build(
-        "unit", parse_config({"slo": {"availability": {"objective": 0.9}}})
+    assert trace.render(traced.templates["builder"], {"slo.availability.objective": 0.9}) == build(
+        "builder", parse_config({"slo": {"availability": {"objective": 0.9}}})
     )
 
 
@@ -258,14 +258,14 @@ def test_mixin_files_are_the_bundle_files(built: dict[str, str]) -> None:
     )
 
 
-def test_a_unit_that_fails_on_some_values_still_exposes_the_others() -> None:
+def test_a_builder_that_fails_on_some_values_still_exposes_the_others() -> None:
     def build(name: str, cfg: Config) -> Any:
         factor = cfg.slo.burn_windows[0].factor
         if factor != 14.4:
             raise ValueError("this pack only knows the default factor")
         return {"for": str(cfg.alerts.serving.target_down.for_), "factor": f"x > {factor}"}
 
-    traced = trace.trace(Config(), ["unit"], build)
+    traced = trace.trace(Config(), ["builder"], build)
     assert [leaf.key for leaf in traced.settings] == ["alerts.serving.target_down.for"]
 
 
@@ -279,9 +279,9 @@ def test_a_builder_bug_under_a_sentinel_makes_the_trace_raise() -> None:
         return {"factor": f"x > {factor}"}
 
     with pytest.raises(trace.TraceError) as raised:
-        trace.trace(Config(), ["buggy-unit"], build)
+        trace.trace(Config(), ["buggy-builder"], build)
     message = str(raised.value)
-    assert "buggy-unit" in message and "slo.burn_windows.0.factor" in message and "TypeError" in message
+    assert "buggy-builder" in message and "slo.burn_windows.0.factor" in message and "TypeError" in message
 
 
 def test_only_a_build_that_writes_the_mixin_runs_the_trace(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -290,7 +290,7 @@ def test_only_a_build_that_writes_the_mixin_runs_the_trace(monkeypatch: pytest.M
 
     def counting_trace(*args: Any) -> trace.Traced:
         calls.append("trace")
-        return trace.Traced({name: [] for name in mixin.unit_names()}, ())
+        return trace.Traced({name: [] for name in mixin.builder_names()}, ())
 
     monkeypatch.setattr(trace, "trace", counting_trace)
     built = bundle.build(Config())
@@ -323,11 +323,11 @@ def test_a_selector_printed_whole_is_traced_and_renders_like_the_python_build() 
     def build(name: str, cfg: Config) -> Any:
         return {"expr": "up" + promql.braces([*cfg.selectors.vllm, 'model_name="m"']) + " == 0"}
 
-    traced = trace.trace(Config(), ["unit"], build)
+    traced = trace.trace(Config(), ["builder"], build)
     assert [leaf.key for leaf in traced.settings] == ["selectors.vllm"]
     mine = ['job="a"', 'namespace=~"b-.*"']
-    assert trace.render(traced.templates["unit"], {"selectors.vllm": mine}) == build(
-        "unit", parse_config({"selectors": {"vllm": mine}})
+    assert trace.render(traced.templates["builder"], {"selectors.vllm": mine}) == build(
+        "builder", parse_config({"selectors": {"vllm": mine}})
     )
 
 
@@ -344,5 +344,5 @@ def test_a_selector_printed_in_another_form_is_not_exposed(printed: Any) -> None
     def build(name: str, cfg: Config) -> Any:
         return {"expr": printed(cfg.selectors.vllm), "for": str(cfg.alerts.serving.target_down.for_)}
 
-    traced = trace.trace(Config(), ["unit"], build)
+    traced = trace.trace(Config(), ["builder"], build)
     assert [leaf.key for leaf in traced.settings] == ["alerts.serving.target_down.for"]
