@@ -50,6 +50,16 @@ def test_pack_names_are_unique_and_name_their_files() -> None:
         assert f.path == f"{f.kind}/{f.pack}.yaml"
 
 
+@pytest.mark.parametrize("pack", PACKS, ids=lambda p: p.name)
+def test_group_names_name_their_pack_and_kind(pack: Pack) -> None:
+    # One name for one idea: a reader of a Prometheus rule page finds the pack from the group.
+    prefix = "infersight-" + pack.name.replace("_", "-")
+    cfg = CONFIG_OF.get(pack.name, Config())
+    for kind, suffix in (("recording_rules", ".rules"), ("alerts", ".alerts")):
+        for g in bundle.pack_groups(cfg, pack, kind):
+            assert g.name == prefix + suffix or (g.name.startswith(prefix + "-") and g.name.endswith(suffix)), g.name
+
+
 def test_every_pack_reads_its_own_config_section() -> None:
     fields = set(Config.model_fields)
     for pack in PACKS:

@@ -71,4 +71,4 @@ def groups(cfg: Config) -> list[RuleGroup]:
     a = cfg.exporters.alerts
     builders = ((a.down, _down), (a.stale, _stale), (a.errors, _errors))
     alerts = tuple(build(cfg) for rule, build in builders if rule.enabled)
-    return [RuleGroup("infersight-exporters.alerts", cfg.scaled(cfg.intervals.evaluation), alerts)]
+    return [RuleGroup("infersight-exporter-health.alerts", cfg.scaled(cfg.intervals.evaluation), alerts)]

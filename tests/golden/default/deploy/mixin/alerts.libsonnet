@@ -5,7 +5,7 @@ local f = import 'lib/format.libsonnet';
   prometheusAlerts+:: {
     groups+: [
       {
-        "name": "infersight-exporters.alerts",
+        "name": "infersight-exporter-health.alerts",
         "interval": f.duration($._config["intervals.evaluation"]),
         "rules": [
           {

@@ -25,7 +25,7 @@ local f = import 'lib/format.libsonnet';
         ],
       },
       {
-        "name": "infersight-exporters.alerts",
+        "name": "infersight-exporter-health.alerts",
         "interval": f.duration($._config["intervals.evaluation"]),
         "rules": [
           {
