@@ -65,6 +65,11 @@ def _path(parts: list[str]) -> str:
     return ".".join(_cut(p, MAX_KEY) for p in parts) or "(root)"
 
 
+def key_path(*parts: object) -> str:
+    """A key path for an error message, each key cut to :data:`MAX_KEY` characters: a key is input too."""
+    return _path([str(p) for p in parts])
+
+
 def problems_from(
     exc: ValidationError, unknown_key_hint: str = "", drop_from_path: re.Pattern[str] | None = None
 ) -> list[tuple[str, str]]:

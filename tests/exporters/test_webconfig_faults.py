@@ -122,3 +122,30 @@ def test_every_hash_bcrypt_makes_still_loads() -> None:
     # htpasswd -B writes $2y$, which bcrypt reads as $2b$
     web = parse_web_config({"basic_auth_users": {"u": "$2y$" + HASH_72[4:]}}, "web.yml", Path("."))
     assert BasicAuth(web.basic_auth_users).check(basic("u", PASSWORD_72))
+
+
+# --- errors never echo a whole input ------------------------------------------------------------
+HUGE = "A" * 5000
+
+
+@pytest.mark.parametrize(
+    ("data", "path"),
+    [
+        ({"tls_server_config": {"cert_file": "c.pem", "key_file": "k.pem", "min_version": HUGE}}, "min_version"),
+        ({"tls_server_config": {"cert_file": "c.pem", "key_file": "k.pem", "client_auth_type": HUGE}}, "client_auth"),
+        ({"tls_server_config": {"cert_file": HUGE, "key_file": "k.pem"}}, "tls_server_config.cert_file"),
+        ({"tls_server_config": {"cert_file": [HUGE] * 50, "key_file": "k.pem"}}, "tls_server_config.cert_file"),
+        ({"http_server_config": {"http2": {HUGE: HUGE}}}, "http_server_config.http2"),
+        ({HUGE: 1}, "AAAA"),
+        ({"basic_auth_users": {HUGE: "x"}}, "basic_auth_users.AAAA"),
+        ({"http_server_config": {"headers": {HUGE: "x"}}}, "http_server_config.headers.AAAA"),
+    ],
+    ids=["min_version", "client_auth_type", "file-path", "file-list", "http2", "top-key", "user-name", "header"],
+)
+def test_errors_show_an_excerpt_never_the_whole_value(tmp_path: Path, data: dict[str, object], path: str) -> None:
+    with pytest.raises(WebConfigError) as info:
+        parse_web_config(data, "web.yml", tmp_path)
+    message = str(info.value)
+    assert path in message  # still names where the problem is
+    assert "AAAAAAAAAA" in message  # and an excerpt of what is there
+    assert len(message) < 600, message

@@ -32,7 +32,7 @@ from typing import Any
 import bcrypt
 
 from infersight.exporters.common.errors import InputFileError
-from infersight.inputs import read_yaml
+from infersight.inputs import brief, key_path, read_yaml
 
 TOP_LEVEL_KEYS = ("tls_server_config", "http_server_config", "basic_auth_users")
 TLS_KEYS = ("cert_file", "key_file", "client_auth_type", "client_ca_file", "min_version", "max_version")
@@ -115,7 +115,7 @@ class WebConfig:
 
 def _unknown_keys(section: str, data: Mapping[str, Any], allowed: tuple[str, ...]) -> list[tuple[str, str]]:
     return [
-        (f"{section}{k}", f"unknown key; allowed keys are {', '.join(allowed)}")
+        (section + key_path(k), f"unknown key; allowed keys are {', '.join(allowed)}")
         for k in data
         if k not in allowed and not (section == "tls_server_config." and k in TLS_UNSUPPORTED)
     ]
@@ -134,7 +134,7 @@ def _choice(problems: list[tuple[str, str]], path: str, value: Any, allowed: Map
     if value is None:
         return None
     if value not in allowed:
-        problems.append((path, f"{value!r} is not one of {', '.join(allowed)}"))
+        problems.append((path, f"{brief(value)} is not one of {', '.join(allowed)}"))
         return None
     return str(value)
 
@@ -156,23 +156,27 @@ def _parse_tls(problems: list[tuple[str, str]], data: Mapping[str, Any], base: P
         if value in (None, ""):
             return None
         if not isinstance(value, str):
-            problems.append((f"{path}.{key}", f"must be a file path, got {value!r}"))
+            problems.append((f"{path}.{key}", f"must be a file path, got {brief(value)}"))
             return None
         p = Path(value)
         p = p if p.is_absolute() else base / p
-        if not p.is_file():
-            problems.append((f"{path}.{key}", f"{str(p)!r} is not a readable file"))
+        try:
+            readable = p.is_file()
+        except OSError:  # a name too long for the file system
+            readable = False
+        if not readable:
+            problems.append((f"{path}.{key}", f"{brief(str(p))} is not a readable file"))
         return p
 
-    cert_path, key_path, ca_path = file("cert_file"), file("key_file"), file("client_ca_file")
+    cert_path, private_key_path, ca_path = file("cert_file"), file("key_file"), file("client_ca_file")
     auth = _choice(problems, f"{path}.client_auth_type", data.get("client_auth_type"), CLIENT_AUTH) or "NoClientCert"
     min_v = _choice(problems, f"{path}.min_version", data.get("min_version"), TLS_VERSIONS) or "TLS12"
     max_v = _choice(problems, f"{path}.max_version", data.get("max_version"), TLS_VERSIONS)
-    if cert_path is None and key_path is None:
+    if cert_path is None and private_key_path is None:
         if ca_path is not None or auth != "NoClientCert":
             problems.append((path, "client certificate options need cert_file and key_file as well"))
         return None
-    if cert_path is None or key_path is None:
+    if cert_path is None or private_key_path is None:
         missing = "cert_file" if cert_path is None else "key_file"
         problems.append((f"{path}.{missing}", "is missing; TLS needs both cert_file and key_file"))
         return None
@@ -180,19 +184,21 @@ def _parse_tls(problems: list[tuple[str, str]], data: Mapping[str, Any], base: P
         problems.append((f"{path}.client_ca_file", f"is required when client_auth_type is {auth}"))
     if max_v is not None and TLS_VERSIONS[max_v] < TLS_VERSIONS[min_v]:
         problems.append((f"{path}.max_version", f"{max_v} is below min_version {min_v}"))
-    settings = TlsSettings(cert_path, key_path, auth, ca_path, min_v, max_v)
+    settings = TlsSettings(cert_path, private_key_path, auth, ca_path, min_v, max_v)
     if not problems:
         try:
             settings.ssl_context()
         except (ssl.SSLError, OSError) as exc:
-            problems.append((path, f"cannot load {cert_path} / {key_path}: {exc}"))
+            problems.append(
+                (path, f"cannot load {brief(str(cert_path))} / {brief(str(private_key_path))}: {brief(str(exc))}")
+            )
     return settings
 
 
 def _parse_users(problems: list[tuple[str, str]], data: Mapping[str, Any]) -> dict[str, bytes]:
     users: dict[str, bytes] = {}
     for name, hashed in data.items():
-        path = f"basic_auth_users.{name}"
+        path = key_path("basic_auth_users", name)
         if not isinstance(name, str) or not _USERNAME.match(name):
             problems.append((path, "user names must be 1-128 characters without ':' or spaces"))
         elif (problem := _bcrypt_problem(hashed)) is not None:
@@ -221,7 +227,7 @@ def _bcrypt_problem(hashed: Any) -> str | None:
 def _parse_headers(problems: list[tuple[str, str]], data: Mapping[str, Any]) -> dict[str, str]:
     headers: dict[str, str] = {}
     for name, value in data.items():
-        path = f"http_server_config.headers.{name}"
+        path = key_path("http_server_config", "headers", name)
         if name not in ALLOWED_HEADERS:
             problems.append((path, f"header not allowed; allowed headers are {', '.join(ALLOWED_HEADERS)}"))
         elif not isinstance(value, str) or "\n" in value or "\r" in value:
@@ -243,7 +249,7 @@ def parse_web_config(data: Any, source: str, base: Path) -> WebConfig:
     http = _mapping(problems, "http_server_config", data.get("http_server_config"))
     problems.extend(_unknown_keys("http_server_config.", http, HTTP_KEYS))
     if "http2" in http and not isinstance(http["http2"], bool):
-        problems.append(("http_server_config.http2", f"must be true or false, got {http['http2']!r}"))
+        problems.append(("http_server_config.http2", f"must be true or false, got {brief(http['http2'])}"))
     headers = _parse_headers(problems, _mapping(problems, "http_server_config.headers", http.get("headers")))
     users = _parse_users(problems, _mapping(problems, "basic_auth_users", data.get("basic_auth_users")))
     if problems:
