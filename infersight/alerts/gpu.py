@@ -50,10 +50,10 @@ def _leak(cfg: Config) -> Alert:
         return f"avg_over_time({name}[{window}]{shift})"
 
     before = f" offset {window}"
-    requests, kv = gpu_rules.workload_requests(cfg), gpu_rules.WORKLOAD_KV_USAGE
+    requests, kv_usage = gpu_rules.workload_requests(cfg), gpu_rules.WORKLOAD_KV_USAGE
     load_rising = (
         f"  {mean(requests)} > {num(1 + a.request_rate_rise)} * {mean(requests, before)}\n"
-        f"  or\n  {mean(kv)} > {mean(kv, before)} + {num(a.kv_usage_rise)}\n"
+        f"  or\n  {mean(kv_usage)} > {mean(kv_usage, before)} + {num(a.kv_usage_rise)}\n"
         f"  or\n  {_warming_up(cfg)}"
     )
     expr = f"{growth_mib} > {num(a.growth_mib)}\nunless {_BY_WORKLOAD}\n(\n{load_rising}\n)"

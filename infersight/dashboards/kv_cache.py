@@ -8,7 +8,7 @@ from typing import Any
 from infersight import conventions, promql
 from infersight.config import Config
 from infersight.dashboards.common import Query, Section, filters, render, timeseries
-from infersight.recording_rules import kv_cache as kv_rules
+from infersight.recording_rules import kv_cache as kv_cache_rules
 from infersight.recording_rules import serving as serving_rules
 
 FILE = "vllm-kv-cache.json"
@@ -22,10 +22,10 @@ _WHO_ENGINE = _WHO + " e{{engine}}"
 
 def _usage(cfg: Config) -> Section:
     fleet = [
-        Query(promql.recorded(kv_rules.usage_quantile(qv), MODEL_FILTERS), f"p{qv * 100:g} {{{{model_name}}}}")
+        Query(promql.recorded(kv_cache_rules.usage_quantile(qv), MODEL_FILTERS), f"p{qv * 100:g} {{{{model_name}}}}")
         for qv in cfg.kv_cache.fleet_quantiles
     ]
-    fleet.append(Query(promql.recorded(kv_rules.USAGE_MAX, MODEL_FILTERS), "max {{model_name}}"))
+    fleet.append(Query(promql.recorded(kv_cache_rules.USAGE_MAX, MODEL_FILTERS), "max {{model_name}}"))
     thrash = cfg.kv_cache.alerts.thrash
     return Section(
         "KV cache",
@@ -52,7 +52,7 @@ def _usage(cfg: Config) -> Section:
                 f"Standard deviation of KV usage over {thrash.window}. High together with preemptions "
                 f"means thrash (alert threshold {thrash.usage_stddev:g}).",
                 "percentunit",
-                [Query(promql.recorded(kv_rules.usage_stddev(cfg), ENGINE_FILTERS), _WHO_ENGINE)],
+                [Query(promql.recorded(kv_cache_rules.usage_stddev(cfg), ENGINE_FILTERS), _WHO_ENGINE)],
                 width=8,
             ),
         ],
@@ -61,7 +61,7 @@ def _usage(cfg: Config) -> Section:
 
 def _prefix(cfg: Config) -> Section:
     a = cfg.kv_cache.alerts.prefix_collapse
-    baseline = promql.recorded(kv_rules.prefix_hit_ratio(a.baseline_window), INSTANCE_FILTERS)
+    baseline = promql.recorded(kv_cache_rules.prefix_hit_ratio(a.baseline_window), INSTANCE_FILTERS)
     return Section(
         "Prefix cache",
         [
@@ -72,7 +72,7 @@ def _prefix(cfg: Config) -> Section:
                 "ago.",
                 "percentunit",
                 [
-                    Query(promql.recorded(kv_rules.prefix_hit_ratio(cfg.intervals.rate), INSTANCE_FILTERS), _WHO),
+                    Query(promql.recorded(kv_cache_rules.prefix_hit_ratio(cfg.intervals.rate), INSTANCE_FILTERS), _WHO),
                     Query(f"{baseline} offset {cfg.scaled(a.baseline_offset)}", "baseline " + _WHO),
                 ],
                 max_val=1,
@@ -82,8 +82,10 @@ def _prefix(cfg: Config) -> Section:
                 "Prompt tokens looked up in, and found in, the prefix cache per second.",
                 "short",
                 [
-                    Query(promql.recorded(kv_rules.prefix_rate(cfg, "queries"), INSTANCE_FILTERS), "queried " + _WHO),
-                    Query(promql.recorded(kv_rules.prefix_rate(cfg, "hits"), INSTANCE_FILTERS), "hit " + _WHO),
+                    Query(
+                        promql.recorded(kv_cache_rules.prefix_rate(cfg, "queries"), INSTANCE_FILTERS), "queried " + _WHO
+                    ),
+                    Query(promql.recorded(kv_cache_rules.prefix_rate(cfg, "hits"), INSTANCE_FILTERS), "hit " + _WHO),
                 ],
             ),
         ],
@@ -99,13 +101,13 @@ def _preemptions(cfg: Config) -> Section:
                 "Requests preempted per second: the engine ran out of KV blocks and evicted a running "
                 "request, whose work is recomputed later.",
                 "short",
-                [Query(promql.recorded(kv_rules.engine_preemptions(cfg), ENGINE_FILTERS), _WHO_ENGINE)],
+                [Query(promql.recorded(kv_cache_rules.engine_preemptions(cfg), ENGINE_FILTERS), _WHO_ENGINE)],
             ),
             timeseries(
                 "Preemptions per finished request",
                 "Mean number of times each finished request was preempted.",
                 "short",
-                [Query(promql.recorded(kv_rules.preemptions_per_request(cfg), INSTANCE_FILTERS), _WHO)],
+                [Query(promql.recorded(kv_cache_rules.preemptions_per_request(cfg), INSTANCE_FILTERS), _WHO)],
             ),
         ],
     )
@@ -135,7 +137,7 @@ def _queue(cfg: Config) -> Section:
                 "Waiting by reason",
                 "capacity: no KV blocks or batch slots free; deferred: held back by the scheduler policy.",
                 "short",
-                [Query(promql.recorded(kv_rules.WAITING_BY_REASON, INSTANCE_FILTERS), "{{reason}} " + _WHO)],
+                [Query(promql.recorded(kv_cache_rules.WAITING_BY_REASON, INSTANCE_FILTERS), "{{reason}} " + _WHO)],
                 width=8,
                 stacked=True,
             ),
@@ -144,7 +146,7 @@ def _queue(cfg: Config) -> Section:
                 f"Slope of the waiting queue over {cfg.intervals.rate}, requests per second. Positive for "
                 "long means demand exceeds capacity.",
                 "short",
-                [Query(promql.recorded(kv_rules.queue_growth(cfg), ENGINE_FILTERS), _WHO_ENGINE)],
+                [Query(promql.recorded(kv_cache_rules.queue_growth(cfg), ENGINE_FILTERS), _WHO_ENGINE)],
                 width=8,
                 min_val=None,
             ),
@@ -167,13 +169,13 @@ def _phases(cfg: Config) -> Section:
             ],
             width=8,
         )
-        for metric, title in kv_rules.PHASE_HISTOGRAMS
+        for metric, title in kv_cache_rules.PHASE_HISTOGRAMS
     ]
     return Section("Request phases", panels)
 
 
 def _batch(cfg: Config) -> Section:
-    p95 = conventions.quantile(cfg, kv_rules.BATCH_TOKENS, "instance", 0.95)
+    p95 = conventions.quantile(cfg, kv_cache_rules.BATCH_TOKENS, "instance", 0.95)
     return Section(
         "Batch and admission",
         [
@@ -182,7 +184,7 @@ def _batch(cfg: Config) -> Section:
                 "Tokens processed per engine step (prefill and decode together), mean and p95.",
                 "short",
                 [
-                    Query(promql.recorded(kv_rules.batch_mean(cfg), INSTANCE_FILTERS), "mean " + _WHO),
+                    Query(promql.recorded(kv_cache_rules.batch_mean(cfg), INSTANCE_FILTERS), "mean " + _WHO),
                     Query(promql.recorded(p95, INSTANCE_FILTERS), "p95 " + _WHO),
                 ],
             ),
@@ -190,7 +192,7 @@ def _batch(cfg: Config) -> Section:
                 "Admission rejections",
                 "Requests refused at admission because a queue limit (requests or tokens) was reached.",
                 "reqps",
-                [Query(promql.recorded(kv_rules.rejections(cfg), INSTANCE_FILTERS), "{{reason}} " + _WHO)],
+                [Query(promql.recorded(kv_cache_rules.rejections(cfg), INSTANCE_FILTERS), "{{reason}} " + _WHO)],
             ),
         ],
     )

