@@ -40,6 +40,7 @@ from infersight.commands.validate import (
 from infersight.config import Config
 from infersight.interrupts import Terminated, sigterm_raises, uninterruptible
 from infersight.loadgen.prompts import load_vocabulary
+from infersight.loadgen.results import ResultsLocationError, check_results_dir
 from infersight.loadgen.scenario import Scenario, ScenarioError
 from infersight.loadgen.target import TargetError, check_target
 from infersight.stack import grafana
@@ -207,6 +208,10 @@ def run_up(args: argparse.Namespace) -> int:
     try:
         scenarios = _order(load_scenarios(args.scenarios))
         target = check_target(args.target, args.allow_remote) if args.target else None
+        check_results_dir(args.report_dir)
+    except ResultsLocationError as exc:
+        print(f"{prog}: --report-dir {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except (ScenarioError, TargetError) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
