@@ -3,6 +3,9 @@ reads exactly the catalogued metrics it declares, and owns the files named after
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from infersight import bundle, catalog, lint
@@ -72,3 +75,10 @@ def test_unknown_pack_and_kind_are_named() -> None:
         by_name("nope")
     with pytest.raises(ValueError, match="rule kind 'rules'"):
         PACKS[0].groups("rules")
+
+
+def test_the_architecture_doc_lists_every_pack() -> None:
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    listed = re.search(r"^- Packs today: (.+?)\.$", doc, re.M | re.S)
+    assert listed, "docs/architecture.md has no '- Packs today: ...' line"
+    assert set(re.findall(r"`(\w+)`", listed.group(1))) == {p.name for p in PACKS}

@@ -3,8 +3,9 @@
 ``artefacts`` takes the typed :class:`~infersight.bundle.Bundle` (every pack's rule groups and
 dashboards, whatever they are) and returns the ``deploy/`` tree as text: the
 kube-prometheus-stack overlay, plain Kubernetes manifests, Grafana provisioning, prometheus.yml,
-alertmanager.yml, an otelcol-contrib config and, on request, the jsonnet mixin. One module per
-consumer; this one only assembles them. The stage depends on the bundle, never the reverse.
+alertmanager.yml, an otelcol-contrib config, the autoscaling pack's KEDA ScaledObjects, HPAs and
+prometheus-adapter values and, on request, the jsonnet mixin. One module per consumer; this one
+only assembles them. The stage depends on the bundle, never the reverse.
 """
 
 from __future__ import annotations
