@@ -16,6 +16,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "infersight.commands.loadgen",
     "infersight.commands.validate",
     "infersight.commands.up",
+    "infersight.commands.bench",
 )
 
 

@@ -1,0 +1,229 @@
+"""One fleet benchmark: start a fleet and Prometheus, wait for the rate windows to fill, measure,
+and return a report that prints as tables. Timings are printed here and asserted nowhere."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from infersight.config import Config
+from infersight.fleet import measure, topology
+from infersight.fleet.stack import FleetStack
+
+# Prometheus keeps roughly this much resident memory per head series (measured: docs/scale.md),
+# and the fleet server about 1/10 of it; used only to refuse fleets this machine cannot hold.
+BYTES_PER_SERIES = 8 * 1024
+SERIES_PER_SERVER = 700  # vLLM + dcgm-exporter share + recordings, upper bound
+
+
+@dataclass(frozen=True)
+class DashboardCost:
+    dashboard: str
+    where: str
+    recorded: measure.QueryCost
+    raw: measure.QueryCost | None  # None: the panel reads no recording, or one that cannot be inlined
+
+
+@dataclass
+class Report:
+    servers: int
+    models: int
+    moe_servers: int
+    nodes: int
+    gpus: int
+    waited_s: float
+    machine: str
+    groups: list[measure.GroupCost] = field(default_factory=list)
+    missed: float = 0.0
+    failures: float = 0.0
+    unhealthy: list[str] = field(default_factory=list)
+    series: measure.SeriesSplit | None = None
+    head_series: float = 0.0
+    rss_bytes: int = 0
+    targets_down: int = 0
+    slowest_scrape_s: float = 0.0
+    dashboards: list[DashboardCost] = field(default_factory=list)
+    range_s: float = 3600.0
+    step_s: float = 15.0
+
+
+def machine() -> str:
+    mem = 0
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            mem = int(line.split()[1]) * 1024
+    return f"{os.cpu_count()} CPUs, {mem / 2**30:.1f} GiB memory"
+
+
+def available_bytes() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def capacity_problem(servers: int) -> str:
+    """Why this machine cannot hold a fleet of ``servers``, or "" when it can."""
+    need = servers * SERIES_PER_SERVER * BYTES_PER_SERIES
+    have = available_bytes()
+    if need > have * 0.8:
+        largest = int(have * 0.8 / (SERIES_PER_SERVER * BYTES_PER_SERIES))
+        return (
+            f"{servers} engines need about {need / 2**30:.1f} GiB for Prometheus and the fleet server; this machine "
+            f"has {have / 2**30:.1f} GiB available, enough for about {largest} engines"
+        )
+    return ""
+
+
+def run(
+    workdir: Path,
+    cfg: Config,
+    files: Mapping[str, str],
+    servers: int,
+    models: int,
+    wait_s: float,
+    progress: Callable[[str], None],
+) -> Report:
+    fleet = topology.build(servers, models)
+    report = Report(
+        servers=servers,
+        models=len(fleet.models),
+        moe_servers=len(fleet.moe_servers),
+        nodes=len(fleet.nodes),
+        gpus=len(fleet.nodes) * topology.GPUS_PER_NODE,
+        waited_s=wait_s,
+        machine=machine(),
+    )
+    scrape_s = cfg.scaled(cfg.intervals.scrape).total_seconds
+    with FleetStack(workdir, cfg, files, servers, models) as stack:
+        progress(f"fleet of {servers} engines on {stack.fleet.nodes[-1].index + 1} nodes scraped by {stack.api.url}")
+        deadline = time.monotonic() + wait_s
+        while (left := deadline - time.monotonic()) > 0:
+            progress(f"filling the rate windows: {left:.0f} s left")
+            time.sleep(min(30.0, left))
+        api = stack.api
+        progress("measuring rule groups, series and memory")
+        report.groups = measure.rule_groups(api)
+        own = measure.self_metrics(
+            api,
+            (
+                "prometheus_rule_group_iterations_missed_total",
+                "prometheus_rule_evaluation_failures_total",
+                "prometheus_tsdb_head_series",
+            ),
+        )
+        report.missed = own["prometheus_rule_group_iterations_missed_total"]
+        report.failures = own["prometheus_rule_evaluation_failures_total"]
+        report.head_series = own["prometheus_tsdb_head_series"]
+        report.unhealthy = measure.unhealthy_rules(api)
+        report.rss_bytes = stack.prometheus_rss_bytes()
+        rules = measure.rules_of(files)
+        report.series = measure.split_series(measure.series_by_name(api), [r.name for r in rules if not r.alert])
+        report.targets_down = len(api.instant("up == 0"))
+        slowest = api.instant("max(scrape_duration_seconds)")
+        report.slowest_scrape_s = float(slowest[0]["value"][1]) if slowest else 0.0
+        progress("measuring dashboard queries (recorded, then raw)")
+        report.range_s = 3600.0
+        report.step_s = measure.grafana_step(report.range_s, scrape_s)
+        report.dashboards = dashboard_costs(api, files, rules, report.range_s, report.step_s, scrape_s)
+    return report
+
+
+def dashboard_costs(
+    api: measure.PrometheusAPI,
+    files: Mapping[str, str],
+    rules: list[measure.Rule],
+    range_s: float,
+    step_s: float,
+    scrape_s: float,
+) -> list[DashboardCost]:
+    recordings = measure.recordings_by_name(rules)
+    end = time.time()
+    start = end - range_s
+    out = []
+    for board, where, expr in measure.panel_queries(files, measure.grafana_rate_interval(step_s, scrape_s)):
+        recorded = measure.range_cost(api, expr, start, end, step_s)
+        raw_expr = measure.inline(expr, recordings)
+        raw = measure.range_cost(api, raw_expr, start, end, step_s) if raw_expr and raw_expr != expr else None
+        out.append(DashboardCost(board, where, recorded, raw))
+    return out
+
+
+# --- printing -----------------------------------------------------------------------------------
+
+
+def render(report: Report) -> str:
+    lines = [
+        f"machine: {report.machine}",
+        f"fleet: {report.servers} engines, {report.models} models ({report.moe_servers} MoE engines, "
+        f"capped at {topology.MOE_LAYERS} layers x {topology.MOE_EXPERTS} experts), "
+        f"{report.nodes} nodes / {report.gpus} GPUs; measured after {report.waited_s:.0f} s",
+        f"scrapes: {report.targets_down} targets down, slowest scrape {report.slowest_scrape_s:.3f} s",
+        "",
+        f"{'rule group':<44} {'rules':>5} {'interval':>8} {'last eval':>10} {'share':>7}",
+    ]
+    total = 0.0
+    for g in sorted(report.groups, key=lambda g: -g.share):
+        total += g.share
+        lines.append(
+            f"{g.name:<44} {g.rules:>5} {g.interval_s:>7.0f}s {g.last_duration_s:>9.3f}s {100 * g.share:>6.2f}%"
+        )
+    lines += [
+        f"{'all groups (sum of shares)':<44} {'':>5} {'':>8} {'':>10} {100 * total:>6.2f}%",
+        f"missed iterations: {report.missed:.0f}; rule evaluation failures: {report.failures:.0f}; "
+        f"unhealthy rules: {len(report.unhealthy)}",
+        *(f"  {u}" for u in report.unhealthy[:10]),
+        "",
+    ]
+    s = report.series
+    if s is not None:
+        lines += [
+            f"head series: {report.head_series:.0f} (raw {s.raw}, recorded {s.recorded} = "
+            f"{100 * s.recorded_share:.1f}% of raw, ALERTS {s.alerts}); per engine: raw {s.raw / report.servers:.0f}, "
+            f"recorded {s.recorded / report.servers:.1f}",
+            "recorded series by level: " + ", ".join(f"{k} {v}" for k, v in s.recorded_by_level.items()),
+            f"Prometheus RSS: {report.rss_bytes / 2**20:.0f} MiB ({report.rss_bytes / max(report.head_series, 1):.0f} "
+            "bytes per head series)",
+            "",
+        ]
+    lines += _dashboard_table(report)
+    return "\n".join(lines)
+
+
+def _dashboard_table(report: Report) -> list[str]:
+    lines = [
+        f"dashboard queries: range {report.range_s / 3600:.0f}h at step {report.step_s:g}s, variables on All "
+        "(samples = totalQueryableSamples, time = execTotalTime)",
+        f"{'dashboard / panel':<60} {'samples':>10} {'time':>8} | {'raw samples':>11} {'raw time':>8} {'x':>6}",
+    ]
+    per_board: dict[str, list[float]] = {}
+    for d in report.dashboards:
+        raw = d.raw
+        label = f"{d.dashboard.removesuffix('.json')}: {d.where.removeprefix('panel ')}"[:60]
+        cells = f"{d.recorded.samples:>10} {d.recorded.seconds:>7.3f}s"
+        if d.recorded.error:
+            cells = f"error: {d.recorded.error}"[:20]
+        raw_cells = ""
+        if raw is not None:
+            factor = raw.samples / d.recorded.samples if d.recorded.samples else 0.0
+            raw_cells = f"{raw.samples:>11} {raw.seconds:>7.3f}s {factor:>5.1f}x"
+            if raw.error:
+                raw_cells = f"raw error: {raw.error}"[:40]
+        lines.append(f"{label:<60} {cells} | {raw_cells}")
+        totals = per_board.setdefault(d.dashboard, [0, 0, 0, 0, 0, 0])
+        totals[0] += d.recorded.samples
+        totals[1] += d.recorded.seconds
+        if raw is not None and not raw.error:
+            totals[2] += d.recorded.samples
+            totals[3] += raw.samples
+            totals[4] += d.recorded.seconds
+            totals[5] += raw.seconds
+    lines += ["", f"{'dashboard totals':<28} {'samples':>11} {'time':>8} | compared panels: samples x, time x"]
+    for board, t in per_board.items():
+        samples_x = t[3] / t[2] if t[2] else 0.0
+        time_x = t[5] / t[4] if t[4] else 0.0
+        lines.append(f"{board:<28} {t[0]:>11.0f} {t[1]:>7.3f}s | {samples_x:>6.1f}x {time_x:>6.1f}x")
+    return lines

@@ -1,0 +1,290 @@
+"""What a fleet run measures on a running Prometheus: rule-group cost, rule health, head series by
+origin, Prometheus' own counters and RSS, and the cost of dashboard queries (Prometheus'
+``stats=all``: samples loaded and evaluation time)."""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.parse
+import urllib.request
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import promql_parser
+import yaml
+
+from infersight import lint
+
+# A full-width panel on a 1920-pixel screen: Grafana asks for about this many points.
+FULL_WIDTH_POINTS = 1800
+
+
+class PrometheusAPI:
+    """The few read-only calls a measurement needs, with Prometheus' answer or its error."""
+
+    def __init__(self, url: str, timeout: float = 120):
+        self.url = url
+        self.timeout = timeout
+        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+    def raw(self, path: str, params: Mapping[str, str] | None = None) -> bytes:
+        query = f"?{urllib.parse.urlencode(params)}" if params else ""
+        with self._opener.open(f"{self.url}{path}{query}", timeout=self.timeout) as resp:
+            data: bytes = resp.read()
+            return data
+
+    def api(self, path: str, params: Mapping[str, str] | None = None) -> Any:
+        try:
+            answer = json.loads(self.raw(path, params))
+        except urllib.error.HTTPError as exc:  # Prometheus answers query errors with 4xx and a JSON body
+            answer = json.loads(exc.read() or b"{}")
+        if answer.get("status") != "success":
+            raise QueryFailed(str(answer.get("error") or answer))
+        return answer["data"]
+
+    def instant(self, expr: str) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = self.api("/api/v1/query", {"query": expr})["result"]
+        return result
+
+
+class QueryFailed(RuntimeError):
+    pass
+
+
+# --- rules --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GroupCost:
+    file: str
+    name: str
+    rules: int
+    interval_s: float
+    last_duration_s: float
+
+    @property
+    def share(self) -> float:
+        return self.last_duration_s / self.interval_s
+
+
+def rule_groups(api: PrometheusAPI) -> list[GroupCost]:
+    return [
+        GroupCost(g["file"], g["name"], len(g["rules"]), float(g["interval"]), float(g.get("evaluationTime", 0.0)))
+        for g in api.api("/api/v1/rules")["groups"]
+    ]
+
+
+def unhealthy_rules(api: PrometheusAPI) -> list[str]:
+    """'group/rule: error' for every rule whose last evaluation failed (or never ran)."""
+    return [
+        f"{g['name']}/{r.get('name')}: {r.get('lastError') or r.get('health')}"
+        for g in api.api("/api/v1/rules")["groups"]
+        for r in g["rules"]
+        if r.get("health") != "ok"
+    ]
+
+
+_METRIC_LINE = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(?P<value>\S+)")
+
+
+def self_metrics(api: PrometheusAPI, names: Iterable[str]) -> dict[str, float]:
+    """Prometheus' own /metrics, each named family summed over its labels."""
+    wanted = set(names)
+    totals = dict.fromkeys(wanted, 0.0)
+    for line in api.raw("/metrics").decode().splitlines():
+        m = _METRIC_LINE.match(line)
+        if m and m["name"] in wanted:
+            totals[m["name"]] += float(m["value"])
+    return totals
+
+
+# --- series -------------------------------------------------------------------------------------
+
+
+def series_by_name(api: PrometheusAPI) -> dict[str, int]:
+    return {
+        r["metric"].get("__name__", ""): int(float(r["value"][1]))
+        for r in api.instant('count by (__name__) ({__name__=~".+"})')
+    }
+
+
+@dataclass(frozen=True)
+class SeriesSplit:
+    raw: int
+    recorded: int
+    alerts: int  # ALERTS and ALERTS_FOR_STATE
+    recorded_by_level: dict[str, int]
+
+    @property
+    def recorded_share(self) -> float:
+        return self.recorded / self.raw if self.raw else 0.0
+
+
+def split_series(by_name: Mapping[str, int], recorded_names: Iterable[str]) -> SeriesSplit:
+    recorded = set(recorded_names)
+    levels: dict[str, int] = {}
+    raw = rec = alerts = 0
+    for name, count in by_name.items():
+        if name in ("ALERTS", "ALERTS_FOR_STATE"):
+            alerts += count
+        elif name in recorded:
+            rec += count
+            level = name.split(":", 1)[0]
+            levels[level] = levels.get(level, 0) + count
+        else:
+            raw += count
+    return SeriesSplit(raw, rec, alerts, dict(sorted(levels.items(), key=lambda kv: -kv[1])))
+
+
+# --- bundle files -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rule:
+    group: str
+    name: str  # record or alert name
+    expr: str
+    labels: dict[str, str]
+    alert: bool
+
+
+def rules_of(files: Mapping[str, str]) -> list[Rule]:
+    out: list[Rule] = []
+    for path, text in sorted(files.items()):
+        if not path.endswith(".yaml") or path.startswith("deploy/"):
+            continue
+        for group in (yaml.safe_load(text) or {}).get("groups", []):
+            for r in group.get("rules", []):
+                name = r.get("record") or r.get("alert")
+                out.append(Rule(group["name"], name, r["expr"], dict(r.get("labels") or {}), "alert" in r))
+    return out
+
+
+def panel_queries(files: Mapping[str, str], rate_interval: str) -> Iterator[tuple[str, str, str]]:
+    """(dashboard file, where, expr) for every panel target, variables on All."""
+    for path, text in sorted(files.items()):
+        if not path.startswith("dashboards/") or not path.endswith(".json"):
+            continue
+        board = json.loads(text)
+        for where, expr in lint.dashboard_queries(board):
+            if where.startswith("panel "):
+                grafana = expr.replace("${__rate_interval}", rate_interval).replace("$__rate_interval", rate_interval)
+                yield path.removeprefix("dashboards/"), where, lint.substitute(grafana)
+
+
+# --- raw equivalents ----------------------------------------------------------------------------
+
+_SELECTOR_TAIL = re.compile(r"\{(?P<matchers>[^}]*)\}")
+_EQUALS = re.compile(r'\s*([a-zA-Z_]\w*)\s*=\s*"([^"]*)"\s*')
+
+
+def inline(expr: str, recordings: Mapping[str, list[Rule]], depth: int = 12) -> str | None:
+    """``expr`` with every recorded series replaced by the expression that records it: what a
+    dashboard would cost without the recording rules. None when a reference cannot be inlined
+    (a range selector over a recording, or a matcher no rule of that name satisfies)."""
+    if depth == 0:
+        return None
+    names = sorted(recordings, key=len, reverse=True)
+    if not names:
+        return expr
+    pattern = re.compile(r"(?<![\w:])(" + "|".join(re.escape(n) for n in names) + r")(?![\w:])")
+    out: list[str] = []
+    pos = 0
+    for m in pattern.finditer(expr):
+        if m.start() < pos:
+            continue
+        end = m.end()
+        equals: dict[str, str] = {}
+        tail = _SELECTOR_TAIL.match(expr, end)
+        if tail:
+            for part in tail["matchers"].split(","):
+                eq = _EQUALS.fullmatch(part)
+                if eq:
+                    equals[eq[1]] = eq[2]
+            end = tail.end()
+        if expr[end:].lstrip().startswith("["):
+            return None
+        chosen = [r for r in recordings[m[1]] if all(r.labels.get(k, v) == v for k, v in equals.items())]
+        if not chosen:
+            return None
+        bodies = [inline(r.expr, recordings, depth - 1) for r in chosen]
+        if any(b is None for b in bodies):
+            return None
+        out += [expr[pos : m.start()], "(" + " or ".join(f"({b})" for b in bodies if b is not None) + ")"]
+        pos = end
+    out.append(expr[pos:])
+    return "".join(out)
+
+
+def recordings_by_name(rules: Iterable[Rule]) -> dict[str, list[Rule]]:
+    out: dict[str, list[Rule]] = {}
+    for r in rules:
+        if not r.alert:
+            out.setdefault(r.name, []).append(r)
+    return out
+
+
+# --- query cost ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QueryCost:
+    series: int
+    samples: int  # totalQueryableSamples
+    seconds: float  # execTotalTime
+    error: str = ""
+
+
+def range_cost(api: PrometheusAPI, expr: str, start: float, end: float, step: float) -> QueryCost:
+    params = {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}", "stats": "all"}
+    try:
+        data = api.api("/api/v1/query_range", params)
+    except (QueryFailed, OSError) as exc:
+        return QueryCost(0, 0, 0.0, str(exc).splitlines()[0][:200])
+    stats = data.get("stats", {})
+    return QueryCost(
+        len(data["result"]),
+        int(stats.get("samples", {}).get("totalQueryableSamples", 0)),
+        float(stats.get("timings", {}).get("execTotalTime", 0.0)),
+    )
+
+
+def grafana_step(range_s: float, scrape_s: float) -> float:
+    """The step Grafana picks for a full-width panel: range / points, never under the scrape interval."""
+    return max(scrape_s, range_s / FULL_WIDTH_POINTS)
+
+
+def grafana_rate_interval(step_s: float, scrape_s: float) -> str:
+    """Grafana's $__rate_interval: max(step + scrape, 4 x scrape)."""
+    return f"{max(step_s + scrape_s, 4 * scrape_s):g}s"
+
+
+# --- one series per entity ----------------------------------------------------------------------
+
+
+def output_grouping(expr: str) -> list[str] | None:
+    """The ``by`` labels of the outermost aggregation: the entity a rule reports on; None when the
+    expression aggregates with ``without`` or not at all."""
+    found: list[list[str] | None] = []
+
+    def visit(node: Any) -> bool:
+        if isinstance(node, promql_parser.AggregateExpr):
+            modifier = node.modifier
+            by = modifier is not None and str(modifier.type).endswith("By")
+            found.append(list(modifier.labels) if by and modifier is not None else None)
+            return False
+        return True
+
+    promql_parser.walk(promql_parser.parse(expr), visit)
+    return found[0] if found else None
+
+
+def duplicate_entities(api: PrometheusAPI, rule: Rule) -> list[str]:
+    """Entities (the outermost ``by`` labels) for which the rule's expression yields more than one series."""
+    by = output_grouping(rule.expr)
+    if not by:
+        return []
+    result = api.instant(f"count by ({', '.join(by)}) ({rule.expr}) > 1")
+    return [json.dumps(r["metric"], sort_keys=True) for r in result]
