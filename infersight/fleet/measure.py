@@ -204,7 +204,7 @@ def inline(expr: str, recordings: Mapping[str, list[Rule]], depth: int = 12) -> 
                 if eq:
                     equals[eq[1]] = eq[2]
             end = tail.end()
-        if expr[end:].lstrip().startswith("["):
+        if expr[end:].lstrip().startswith(("[", "offset", "@")):  # needs a selector, not an expression
             return None
         chosen = [r for r in recordings[m[1]] if all(r.labels.get(k, v) == v for k, v in equals.items())]
         if not chosen:
@@ -212,7 +212,10 @@ def inline(expr: str, recordings: Mapping[str, list[Rule]], depth: int = 12) -> 
         bodies = [inline(r.expr, recordings, depth - 1) for r in chosen]
         if any(b is None for b in bodies):
             return None
-        out += [expr[pos : m.start()], "(" + " or ".join(f"({b})" for b in bodies if b is not None) + ")"]
+        before = expr[pos : m.start()]
+        # "group_left (" would read the parenthesis as group_left's label list
+        joiner = "() " if re.search(r"group_(left|right)\s*$", before) else ""
+        out += [before, joiner + "(" + " or ".join(f"({b})" for b in bodies if b is not None) + ")"]
         pos = end
     out.append(expr[pos:])
     return "".join(out)
