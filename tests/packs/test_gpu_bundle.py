@@ -1,4 +1,4 @@
-"""The gpu and exporters packs as built: files, rule conventions, dashboard, config checks and
+"""The gpu and exporter_health packs as built: files, rule conventions, dashboard, config checks and
 time scaling."""
 
 from __future__ import annotations
