@@ -19,6 +19,7 @@ from infersight.commands import arguments
 from infersight.commands.deploy import BundleError, _load
 from infersight.config import ConfigError, load_config
 from infersight.fleet import bench
+from infersight.fleet.measure import QueryFailed
 from infersight.interrupts import Terminated, signal_of, sigterm_raises, uninterruptible
 from infersight.lint import LintError
 from infersight.stack.process import ServiceError
@@ -99,6 +100,8 @@ def run_fleet(args: argparse.Namespace) -> int:
         return _fail(f"interrupted ({sig.name if sig else 'signal'}); every process it started is stopped", 130)
     except ServiceError as exc:
         return _fail(str(exc).splitlines()[0], EXIT_UNREACHABLE)
+    except (OSError, QueryFailed) as exc:  # Prometheus stopped answering, or a measurement outlasted its timeout
+        return _fail(f"measuring failed: Prometheus did not answer ({exc}); is the machine overloaded?", 1)
     finally:
         with uninterruptible():
             shutil.rmtree(workdir, ignore_errors=True)

@@ -121,7 +121,8 @@ def run(
         report.unhealthy = measure.unhealthy_rules(api)
         report.rss_bytes = stack.prometheus_rss_bytes()
         rules = measure.rules_of(files)
-        report.series = measure.split_series(measure.series_by_name(api), [r.name for r in rules if not r.alert])
+        names = sorted({r.name for r in rules if not r.alert} | {"ALERTS", "ALERTS_FOR_STATE"})
+        report.series = measure.split_series(measure.scraped_series(api), measure.series_by_name(api, names))
         report.targets_down = len(api.instant("up == 0"))
         slowest = api.instant("max(scrape_duration_seconds)")
         report.slowest_scrape_s = float(slowest[0]["value"][1]) if slowest else 0.0

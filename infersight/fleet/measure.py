@@ -8,7 +8,7 @@ import json
 import re
 import urllib.parse
 import urllib.request
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,11 +103,21 @@ def self_metrics(api: PrometheusAPI, names: Iterable[str]) -> dict[str, float]:
 # --- series -------------------------------------------------------------------------------------
 
 
-def series_by_name(api: PrometheusAPI) -> dict[str, int]:
-    return {
-        r["metric"].get("__name__", ""): int(float(r["value"][1]))
-        for r in api.instant('count by (__name__) ({__name__=~".+"})')
-    }
+def series_by_name(api: PrometheusAPI, names: Sequence[str], batch: int = 20) -> dict[str, int]:
+    """Series per metric name, for the given names only: one count over every series of a large
+    head would outlast any timeout."""
+    out: dict[str, int] = {}
+    for first in range(0, len(names), batch):
+        regex = "|".join(re.escape(n) for n in names[first : first + batch])
+        for r in api.instant(f'count by (__name__) ({{__name__=~"{regex}"}})'):
+            out[r["metric"]["__name__"]] = int(float(r["value"][1]))
+    return out
+
+
+def scraped_series(api: PrometheusAPI) -> int:
+    """Series the targets expose (the last scrape of each), without Prometheus' own per-target series."""
+    result = api.instant("sum(scrape_samples_post_metric_relabeling)")
+    return int(float(result[0]["value"][1])) if result else 0
 
 
 @dataclass(frozen=True)
@@ -122,20 +132,18 @@ class SeriesSplit:
         return self.recorded / self.raw if self.raw else 0.0
 
 
-def split_series(by_name: Mapping[str, int], recorded_names: Iterable[str]) -> SeriesSplit:
-    recorded = set(recorded_names)
+def split_series(raw: int, recorded_by_name: Mapping[str, int]) -> SeriesSplit:
+    """``recorded_by_name`` also holds ALERTS and ALERTS_FOR_STATE, counted apart."""
     levels: dict[str, int] = {}
-    raw = rec = alerts = 0
-    for name, count in by_name.items():
+    recorded = alerts = 0
+    for name, count in recorded_by_name.items():
         if name in ("ALERTS", "ALERTS_FOR_STATE"):
             alerts += count
-        elif name in recorded:
-            rec += count
-            level = name.split(":", 1)[0]
-            levels[level] = levels.get(level, 0) + count
-        else:
-            raw += count
-    return SeriesSplit(raw, rec, alerts, dict(sorted(levels.items(), key=lambda kv: -kv[1])))
+            continue
+        recorded += count
+        level = name.split(":", 1)[0]
+        levels[level] = levels.get(level, 0) + count
+    return SeriesSplit(raw, recorded, alerts, dict(sorted(levels.items(), key=lambda kv: -kv[1])))
 
 
 # --- bundle files -------------------------------------------------------------------------------
@@ -240,8 +248,13 @@ class QueryCost:
     error: str = ""
 
 
+# Grafana's data-source default; a query past it is reported as failed, not waited for.
+QUERY_TIMEOUT = "30s"
+
+
 def range_cost(api: PrometheusAPI, expr: str, start: float, end: float, step: float) -> QueryCost:
     params = {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}", "stats": "all"}
+    params["timeout"] = QUERY_TIMEOUT
     try:
         data = api.api("/api/v1/query_range", params)
     except (QueryFailed, OSError) as exc:
@@ -284,10 +297,21 @@ def output_grouping(expr: str) -> list[str] | None:
     return found[0] if found else None
 
 
-def duplicate_entities(api: PrometheusAPI, rule: Rule) -> list[str]:
-    """Entities (the outermost ``by`` labels) for which the rule's expression yields more than one series."""
-    by = output_grouping(rule.expr)
-    if not by:
-        return []
-    result = api.instant(f"count by ({', '.join(by)}) ({rule.expr}) > 1")
-    return [json.dumps(r["metric"], sort_keys=True) for r in result]
+def duplicate_entities(api: PrometheusAPI, rules: Sequence[Rule], batch: int = 25) -> dict[str, list[str]]:
+    """'group/name' -> the entities (the outermost ``by`` labels) for which the rule's expression
+    yields more than one series. Rules are asked in batches, each tagged with its index."""
+    checked = [(i, r, by) for i, r in enumerate(rules) if (by := output_grouping(r.expr))]
+    out: dict[str, list[str]] = {}
+    for first in range(0, len(checked), batch):
+        parts = [
+            f'label_replace(count by ({", ".join(by)}) ({r.expr}) > 1, "{_RULE_TAG}", "{i}", "", "")'
+            for i, r, by in checked[first : first + batch]
+        ]
+        for series in api.instant("\nor\n".join(parts)):
+            labels = dict(series["metric"])
+            rule = rules[int(labels.pop(_RULE_TAG))]
+            out.setdefault(f"{rule.group}/{rule.name}", []).append(json.dumps(labels, sort_keys=True))
+    return out
+
+
+_RULE_TAG = "infersight_bench_rule"

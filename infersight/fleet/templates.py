@@ -186,7 +186,7 @@ def vllm(server: topology.Server, started: float) -> Template:
 _FB_TOTAL_MIB = 81559.0
 
 
-def _gpu_values(user: topology.Server | None, leaking: bool) -> dict[str, tuple[float, float]]:
+def _gpu_values(user: topology.Server | None, leaking: bool, throttled: bool) -> dict[str, tuple[float, float]]:
     """(a, b) per dcgm-exporter field for one GPU."""
     busy = user is not None
     used = 72000.0 if busy else 0.0
@@ -211,7 +211,7 @@ def _gpu_values(user: topology.Server | None, leaking: bool) -> dict[str, tuple[
         "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": (0.0, 0.0),
         "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL": (0.0, 0.001 if busy else 0.0),
         "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": (0.0, 0.0),
-        "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": (0.0, 0.0),
+        "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": (4.0 if throttled else 0.0, 0.0),  # 0x4: power cap
     }
 
 
@@ -229,9 +229,11 @@ def _gpu_labels(node: topology.Node, gpu: int, user: topology.Server | None) -> 
 def dcgm(node: topology.Node) -> Template:
     """One node's dcgm-exporter /metrics: every DCGM field of the catalog for its 8 GPUs."""
     fields = [m for m in catalog.CATALOG.values() if m.source == catalog.Source.DCGM]
-    leaking = node.index % 50 == 7  # one node in fifty has a leaking first GPU
+    # One node in fifty has a leaking first GPU, another a power-capped one.
+    leaking, throttled = node.index % 50 == 7, node.index % 50 == 3
     per_gpu = [
-        (_gpu_labels(node, g, user), _gpu_values(user, leaking and g == 0)) for g, user in enumerate(node.gpu_users)
+        (_gpu_labels(node, g, user), _gpu_values(user, leaking and g == 0, throttled and g == 0))
+        for g, user in enumerate(node.gpu_users)
     ]
     out = _Builder()
     for field in fields:
