@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -21,12 +20,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from infersight.config import Config
+from infersight.deploy import http
 from infersight.loadgen import runner
 from infersight.loadgen.background import BackgroundRun
 from infersight.loadgen.prompts import Vocabulary
 from infersight.loadgen.scenario import Scenario
 from infersight.loadgen.target import TargetError
-from infersight.stack.process import http_get
 from infersight.validate import evaluator, monitoring_health, series
 from infersight.validate.actions import ActionExecutor
 from infersight.validate.apis import AlertmanagerApi, ApiError, PrometheusApi
@@ -51,13 +50,19 @@ class Target:
 
 
 def served_model(url: str) -> str:
-    """The first model ``GET /v1/models`` lists; SessionError when the target does not answer."""
-    status, body = http_get(f"{url}/v1/models", timeout=10)
-    if status != 200:
-        raise SessionError(f"{url}/v1/models answered {status or 'nothing'}; is vLLM up at --target?")
+    """The first model ``GET /v1/models`` lists; SessionError when the target does not answer.
+
+    Through the deploy commands' client: a redirect is named and never followed (load goes only to
+    the --target that was checked), and a reply that is not HTTP or never ends is one line."""
     try:
-        return str(json.loads(body)["data"][0]["id"])
-    except (ValueError, KeyError, IndexError, TypeError):
+        answer = http.request("GET", f"{url}/v1/models", deadline=http.Deadline.after(10))
+    except http.RequestFailed as exc:
+        raise SessionError(f"--target: {exc}") from None
+    if answer.status != 200:
+        raise SessionError(f"{url}/v1/models answered {answer.status}; is vLLM up at --target?")
+    try:
+        return str(answer.body["data"][0]["id"])
+    except (KeyError, IndexError, TypeError):
         raise SessionError(f"{url}/v1/models listed no model") from None
 
 

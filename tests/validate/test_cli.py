@@ -43,7 +43,7 @@ def test_bad_scenario_file_names_the_field(tmp_path: Path, capsys: pytest.Captur
 
 def test_target_that_does_not_answer(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate", "healthy", "--target=http://127.0.0.1:9", "--prometheus=http://127.0.0.1:9"]) == 3
-    assert "/v1/models answered nothing" in capsys.readouterr().err
+    assert "--target: cannot reach http://127.0.0.1:9/v1/models" in capsys.readouterr().err
 
 
 def test_prometheus_that_does_not_answer(stub: StubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from infersight.cli import main
 from infersight.loadgen.stub_server import StubConfig, StubServer
+from tests.fault_servers import Reply, garbage_server, redirect_server, routes_server
 
 
 @pytest.fixture
@@ -84,3 +85,24 @@ def test_a_time_scale_the_config_could_not_hold_is_refused_before_sending(
     assert f"--time-scale: {scale!r} is not a time scale" in err
     assert stub.requests == 0
     assert not (tmp_path / "report").exists()
+
+
+def test_a_target_that_redirects_is_named_and_not_followed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    models = Reply.json({"object": "list", "data": [{"id": "elsewhere"}]})
+    with routes_server({"/v1/models": models}) as elsewhere, redirect_server(elsewhere.url + "/v1/models") as target:
+        args = ["validate", "healthy", f"--target={target.url}", "--prometheus=http://127.0.0.1:9"]
+        code = main([*args, f"--report-dir={tmp_path / 'report'}"])
+        line = one_line(capsys.readouterr().err)
+        assert code == 3
+        assert "answered 302, a redirect to " + elsewhere.url in line and "never followed" in line
+        assert [r.path for r in target.requests] == ["/v1/models"]
+        assert elsewhere.requests == []
+
+
+def test_a_target_that_answers_garbage_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with garbage_server() as target:
+        args = ["validate", "healthy", f"--target={target.url}", "--prometheus=http://127.0.0.1:9"]
+        code = main([*args, f"--report-dir={tmp_path / 'report'}"])
+    line = one_line(capsys.readouterr().err)
+    assert code == 3
+    assert f"{target.url}/v1/models" in line and "not HTTP" in line
