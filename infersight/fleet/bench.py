@@ -99,7 +99,10 @@ def run(
     )
     scrape_s = cfg.scaled(cfg.intervals.scrape).total_seconds
     with FleetStack(workdir, cfg, files, servers, models) as stack:
-        progress(f"fleet of {servers} engines on {stack.fleet.nodes[-1].index + 1} nodes scraped by {stack.api.url}")
+        progress(
+            f"fleet of {servers} engines on {len(stack.fleet.nodes)} nodes served at {stack.server_url}, "
+            f"scraped by Prometheus at {stack.api.url}"
+        )
         deadline = time.monotonic() + wait_s
         while (left := deadline - time.monotonic()) > 0:
             progress(f"filling the rate windows: {left:.0f} s left")

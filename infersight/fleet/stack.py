@@ -28,6 +28,7 @@ class FleetStack:
         self.workdir = workdir
         self.fleet = topology.build(servers, models)
         self.port = free_port()
+        self.server_url = f"http://{LOOPBACK}:{self.port}"
         self.server = ManagedProcess(
             "fleet-server",
             [
@@ -56,7 +57,7 @@ class FleetStack:
     def start(self) -> FleetStack:
         try:
             self.server.start()
-            self.server.wait_http_ready(f"http://{LOOPBACK}:{self.port}/-/ready", SERVER_START_TIMEOUT)
+            self.server.wait_http_ready(f"{self.server_url}/-/ready", SERVER_START_TIMEOUT)
             self.prometheus.start()
         except BaseException:
             self.stop()
