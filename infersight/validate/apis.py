@@ -1,33 +1,41 @@
 """Clients of the HTTP APIs the validator reads: Prometheus (alerts, rules, queries) and
-Alertmanager (alerts). Every failure is an :class:`ApiError` naming the URL, never a traceback."""
+Alertmanager (alerts). Every failure is an :class:`ApiError` naming the URL, never a traceback.
+
+They go through the deploy commands' client: a redirect is named and never followed, a reply
+that is not HTTP is one line, and each call ends within its timeout however slowly the server
+sends (validate polls these servers for minutes)."""
 
 from __future__ import annotations
 
-import json
-import urllib.error
+import urllib.parse
 from typing import Any
 
-from infersight.stack.service import HttpApi
+from infersight.deploy import http
 
 
 class ApiError(RuntimeError):
     """A Prometheus or Alertmanager API call failed or answered something unexpected."""
 
 
-class _Client(HttpApi):
+class _Client:
     def __init__(self, url: str, timeout: float = 10.0):
         self.url = url.rstrip("/")
         self.timeout = timeout
 
-    def _call(self, path: str, params: dict[str, str] | None = None) -> Any:
+    def _get(self, path: str, params: dict[str, str] | None = None) -> http.Response:
+        query = f"?{urllib.parse.urlencode(params)}" if params else ""
         try:
-            return self._get(path, params, timeout=self.timeout)
-        except urllib.error.HTTPError as exc:
-            raise ApiError(f"GET {self.url}{path} answered {exc.code}") from None
-        except (urllib.error.URLError, OSError, TimeoutError) as exc:
-            raise ApiError(f"GET {self.url}{path} failed: {getattr(exc, 'reason', exc)}") from None
-        except json.JSONDecodeError:
-            raise ApiError(f"GET {self.url}{path} did not answer JSON") from None
+            return http.request("GET", f"{self.url}{path}{query}", deadline=http.Deadline.after(self.timeout))
+        except http.RequestFailed as exc:
+            raise ApiError(str(exc)) from None
+
+    def _call(self, path: str, params: dict[str, str] | None = None) -> Any:
+        answer = self._get(path, params)
+        if answer.status != 200:
+            raise ApiError(f"GET {self.url}{path} answered {answer.status}")
+        if isinstance(answer.body, str) or answer.body is None:  # the client hands back text it cannot parse
+            raise ApiError(f"GET {self.url}{path} did not answer JSON")
+        return answer.body
 
 
 class PrometheusApi(_Client):
@@ -40,10 +48,9 @@ class PrometheusApi(_Client):
 
     def ready(self) -> bool:
         try:
-            self._open(f"{self.url}/-/ready", self.timeout)
-        except (urllib.error.URLError, OSError, TimeoutError):
+            return self._get("/-/ready").status == 200
+        except ApiError:
             return False
-        return True
 
     def alerts(self) -> list[dict[str, Any]]:
         """Pending and firing alerts (``/api/v1/alerts``)."""

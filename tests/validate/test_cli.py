@@ -51,7 +51,7 @@ def test_prometheus_that_does_not_answer(stub: StubServer, tmp_path: Path, capsy
         ["validate", "healthy", f"--target={stub.url}", "--prometheus=http://127.0.0.1:9", f"--report-dir={tmp_path}"]
     )
     assert code == 3
-    assert "127.0.0.1:9/api/v1/alerts failed" in capsys.readouterr().err
+    assert "cannot reach http://127.0.0.1:9/api/v1/alerts" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []  # no report, no load results
 
 

@@ -65,7 +65,13 @@ def test_panels_with_data_in_the_run_window_and_in_the_report(tmp_path: Path) ->
         api = PrometheusApi(prometheus.url)
         start = time.time()
         rate = f"rate(prometheus_http_requests_total[{rate_interval(SCRAPE_S)}])"
-        prometheus.wait_until(lambda: bool(api.query(rate)), timeout=60, what="a rate over its own scrapes")
+        # On the grid the check reads (start + k * step), not at the last instant: a rate that is
+        # only seconds old can fall between the last grid point and the end of the window.
+        prometheus.wait_until(
+            lambda: bool(api.query_range(rate, start, time.time(), SCRAPE_S)),
+            timeout=60,
+            what="a rate over its own scrapes",
+        )
         end = time.time()
         (during,) = check_dashboards(api, [BOARD], start, end, SCRAPE_S)
         (before,) = check_dashboards(api, [BOARD], start - 600, start - 300, SCRAPE_S)
@@ -75,7 +81,7 @@ def test_panels_with_data_in_the_run_window_and_in_the_report(tmp_path: Path) ->
 
     by_title = {p.title: p for p in during.panels}
     assert list(by_title) == ["Up", "Requests", "Never scraped", "One of two", "Broken", "Words only"]
-    assert [by_title[t].had_data for t in by_title] == [True, True, False, True, False, False]
+    assert [by_title[t].had_data for t in by_title] == [True, True, False, True, False, False], during.panels
     assert by_title["Up"].series == 1 and by_title["Up"].id == 2 and by_title["Up"].kind == "timeseries"
     assert (by_title["One of two"].queries, by_title["Words only"].queries) == (2, 0)
     assert by_title["Broken"].errors and not any(p.errors for t, p in by_title.items() if t != "Broken")

@@ -10,7 +10,8 @@ import pytest
 
 from infersight.cli import main
 from infersight.loadgen.stub_server import StubConfig, StubServer
-from tests.fault_servers import Reply, garbage_server, redirect_server, routes_server
+from infersight.validate.apis import AlertmanagerApi, ApiError, PrometheusApi
+from tests.fault_servers import Reply, drip_server, garbage_server, redirect_server, routes_server
 
 
 @pytest.fixture
@@ -55,7 +56,7 @@ def test_prometheus_under_a_path_prefix_is_accepted(stub: StubServer, capsys: py
     """A route prefix (--web.route-prefix) is a legitimate Prometheus URL: refused only for not answering."""
     code = main(["validate", "healthy", f"--target={stub.url}", "--prometheus=http://127.0.0.1:9/prometheus"])
     assert code == 3
-    assert "127.0.0.1:9/prometheus/api/v1/alerts failed" in capsys.readouterr().err
+    assert "cannot reach http://127.0.0.1:9/prometheus/api/v1/alerts" in capsys.readouterr().err
 
 
 def test_report_dir_that_is_a_file_is_refused_before_sending(
@@ -106,3 +107,42 @@ def test_a_target_that_answers_garbage_is_one_line(tmp_path: Path, capsys: pytes
     line = one_line(capsys.readouterr().err)
     assert code == 3
     assert f"{target.url}/v1/models" in line and "not HTTP" in line
+
+
+# --- a monitoring server that misbehaves ---------------------------------------------------------
+
+
+def test_a_prometheus_that_answers_garbage_is_one_line(
+    stub: StubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with garbage_server() as prometheus:
+        args = ["validate", "healthy", f"--target={stub.url}", f"--prometheus={prometheus.url}"]
+        code = main([*args, f"--report-dir={tmp_path / 'report'}"])
+    line = one_line(capsys.readouterr().err)
+    assert code == 3
+    assert f"{prometheus.url}/api/v1/alerts" in line and "not HTTP" in line
+    assert stub.requests == 0
+
+
+def test_a_prometheus_that_redirects_is_named_and_not_followed(
+    stub: StubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    alerts = Reply.json({"status": "success", "data": {"alerts": []}})
+    with routes_server({"/api/v1/alerts": alerts}) as elsewhere, redirect_server(elsewhere.url) as prometheus:
+        args = ["validate", "healthy", f"--target={stub.url}", f"--prometheus={prometheus.url}"]
+        code = main([*args, f"--report-dir={tmp_path / 'report'}"])
+        line = one_line(capsys.readouterr().err)
+        assert code == 3
+        assert f"answered 302, a redirect to {elsewhere.url}" in line and "never followed" in line
+        assert elsewhere.requests == []
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("api", [PrometheusApi, AlertmanagerApi])
+def test_a_dripping_monitoring_server_cannot_hold_a_call_past_its_timeout(
+    api: type[PrometheusApi] | type[AlertmanagerApi],
+) -> None:
+    # Each byte arrives long before a per-read timeout; the whole answer would take ~10 s.
+    answer = Reply.json({"status": "success", "data": {"alerts": []}})
+    with drip_server(answer, interval=0.1) as drip, pytest.raises(ApiError, match="within the 1s timeout"):
+        api(drip.url, timeout=1).alerts()
