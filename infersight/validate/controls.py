@@ -16,8 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from infersight.deploy import http
 from infersight.exporters.gpu.fake_control import LeakSetting, write_setting
-from infersight.stack.process import ServiceError, http_get, wait_until
+from infersight.stack.process import ServiceError, wait_until
 from infersight.stack.vllm_server import VLLMServer
 
 Hook = Callable[[], None]
@@ -74,9 +75,17 @@ def command_hook(command: str, timeout_s: float = COMMAND_TIMEOUT_S) -> Hook:
 
 
 def wait_for_models(target: str, timeout_s: float = READY_TIMEOUT_S) -> None:
-    """Wait until ``GET target/v1/models`` answers 200."""
+    """Wait until ``GET target/v1/models`` answers 200 itself: a redirect is not followed, since
+    another server answering is not the target serving again."""
+
+    def serving() -> bool:
+        try:
+            return http.request("GET", f"{target}/v1/models", deadline=http.Deadline.after(5)).status == 200
+        except http.RequestFailed:
+            return False
+
     try:
-        wait_until(lambda: http_get(f"{target}/v1/models", timeout=5)[0] == 200, timeout_s, f"{target}/v1/models")
+        wait_until(serving, timeout_s, f"{target}/v1/models")
     except ServiceError as exc:
         raise ControlError(str(exc)) from None
 

@@ -11,6 +11,7 @@ import pytest
 from infersight.cli import main
 from infersight.loadgen.stub_server import StubConfig, StubServer
 from infersight.validate.apis import AlertmanagerApi, ApiError, PrometheusApi
+from infersight.validate.controls import ControlError, wait_for_models
 from tests.fault_servers import Reply, drip_server, garbage_server, redirect_server, routes_server
 
 
@@ -146,3 +147,13 @@ def test_a_dripping_monitoring_server_cannot_hold_a_call_past_its_timeout(
     answer = Reply.json({"status": "success", "data": {"alerts": []}})
     with drip_server(answer, interval=0.1) as drip, pytest.raises(ApiError, match="within the 1s timeout"):
         api(drip.url, timeout=1).alerts()
+
+
+def test_target_up_is_not_ready_because_a_redirect_target_answers() -> None:
+    """After target_up, readiness is the --target's own /v1/models: a 302 to a server that
+    answers is not the target serving again."""
+    models = Reply.json({"object": "list", "data": [{"id": "elsewhere"}]})
+    with routes_server({"/v1/models": models}) as elsewhere, redirect_server(elsewhere.url + "/v1/models") as target:
+        with pytest.raises(ControlError, match="timed out"):
+            wait_for_models(target.url, timeout_s=1)
+        assert elsewhere.requests == []
