@@ -1,4 +1,4 @@
-"""A small JSON-over-HTTP client for the deploy commands and validate's --target (stdlib only).
+"""A small JSON-over-HTTP client for the deploy commands and validate's servers (stdlib only).
 
 - An HTTP status never raises: callers decide what a 403 or 404 means.
 - A request that gets no usable answer raises :class:`RequestFailed`, naming the request and why:
