@@ -16,7 +16,7 @@ from pathlib import Path
 
 from infersight import bundle, bundle_files
 from infersight.commands import arguments
-from infersight.commands.deploy import BundleError, _load
+from infersight.commands.deploy import BundleError, load_bundle_files
 from infersight.config import ConfigError, load_config
 from infersight.fleet import bench
 from infersight.fleet.measure import QueryFailed
@@ -80,7 +80,7 @@ def run_fleet(args: argparse.Namespace) -> int:
                 raise BundleError(f"--bundle {args.bundle} is not a folder; give a folder `infersight build` wrote")
             if not any((args.bundle / "recording_rules").glob("*.yaml")):
                 raise BundleError(f"--bundle {args.bundle} holds no recording_rules/*.yaml: not a bundle")
-            cfg, files = _load(args)
+            cfg, files = load_bundle_files(args)
         else:
             cfg = load_config(args.config).model_copy(update={"time_scale": args.time_scale})
             files = bundle_files.render(bundle.build(cfg), with_deploy=False)

@@ -66,7 +66,9 @@ class BundleError(ValueError):
     """A file of the --bundle folder cannot be read; the message names it."""
 
 
-def _load(args: argparse.Namespace) -> tuple[Config, dict[str, str]]:
+def load_bundle_files(args: argparse.Namespace) -> tuple[Config, dict[str, str]]:
+    """The config and the bundle's rule and dashboard files: built from --config, or read from an
+    already built --bundle folder (what was reviewed is what ships)."""
     cfg = load_config(args.config)
     if args.bundle is None:
         return cfg, bundle_files.render(bundle.build(cfg), with_deploy=False)
@@ -113,7 +115,7 @@ def _fail(command: str, exc: Exception, code: int) -> int:
 
 def run_rules(args: argparse.Namespace) -> int:
     try:
-        _, files = _load(args)
+        _, files = load_bundle_files(args)
     except (ConfigError, LintError, BundleError) as exc:
         return _fail("rules", exc, 2)
     deploy = RulesDeploy(args.rules_dir, Prometheus(args.prometheus_url), timeout=args.timeout)
@@ -130,7 +132,7 @@ def run_rules(args: argparse.Namespace) -> int:
 
 def run_dashboards(args: argparse.Namespace) -> int:
     try:
-        cfg, files = _load(args)
+        cfg, files = load_bundle_files(args)
         boards = _dashboards(files)
         token = token_from_env()
     except (ConfigError, LintError, BundleError, GrafanaError) as exc:
