@@ -12,6 +12,7 @@ from infersight import bundle, bundle_files
 from infersight.cli import main
 from infersight.config import Config
 from infersight.output import write_atomic
+from tests.one_line import one_line
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:
@@ -19,10 +20,9 @@ def _snapshot(root: Path) -> dict[str, bytes]:
 
 
 def _one_line_error(err: str, prog: str) -> str:
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, err
-    assert lines[0].startswith(prog) and "Traceback" not in err
-    return lines[0]
+    line = one_line(err)
+    assert line.startswith(prog)
+    return line
 
 
 @pytest.fixture

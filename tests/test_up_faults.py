@@ -8,13 +8,7 @@ from pathlib import Path
 import pytest
 
 from infersight.cli import main
-
-
-def one_line(err: str) -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert "Traceback" not in err
-    return lines[0]
+from tests.one_line import one_line
 
 
 @pytest.mark.parametrize("where", ["report", "report/below"], ids=["is-a-file", "under-a-file"])

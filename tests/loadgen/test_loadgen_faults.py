@@ -29,6 +29,7 @@ from tests.fault_servers import (
     routes_server,
 )
 from tests.loadgen.helpers import run_scenario, scenario, send_one
+from tests.one_line import one_line
 
 SCENARIO = {
     "name": "faults",
@@ -57,13 +58,6 @@ def write_scenario(tmp_path: Path) -> Path:
     path = tmp_path / "faults.yaml"
     path.write_text(yaml.safe_dump(SCENARIO))
     return path
-
-
-def one_line(err: str) -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert "Traceback" not in err
-    return lines[0]
 
 
 # --- garbage in a 200 stream -----------------------------------------------------------------------

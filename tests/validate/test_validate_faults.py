@@ -13,19 +13,13 @@ from infersight.loadgen.stub_server import StubConfig, StubServer
 from infersight.validate.apis import AlertmanagerApi, ApiError, PrometheusApi
 from infersight.validate.controls import ControlError, wait_for_models
 from tests.fault_servers import Reply, drip_server, garbage_server, redirect_server, routes_server
+from tests.one_line import one_line
 
 
 @pytest.fixture
 def stub() -> Iterator[StubServer]:
     with StubServer(StubConfig()) as server:
         yield server
-
-
-def one_line(err: str) -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert "Traceback" not in err
-    return lines[0]
 
 
 @pytest.mark.parametrize(
