@@ -111,8 +111,9 @@ def _shut(sock: socket.socket) -> None:
         socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
 
-# One subclass per scheme: each hands its connected socket (the TLS one for HTTPS) to the watchdog.
 class _HTTPConnection(http.client.HTTPConnection):
+    """Hands its connected socket (the TLS one, for the HTTPS subclass) to the watchdog."""
+
     def __init__(self, host: str, *, watchdog: _Watchdog, **kwargs: Any):
         super().__init__(host, **kwargs)
         self.watchdog = watchdog
@@ -122,14 +123,9 @@ class _HTTPConnection(http.client.HTTPConnection):
         self.watchdog.watch(self.sock)
 
 
-class _HTTPSConnection(http.client.HTTPSConnection):
-    def __init__(self, host: str, *, watchdog: _Watchdog, **kwargs: Any):
-        super().__init__(host, **kwargs)
-        self.watchdog = watchdog
-
-    def connect(self) -> None:
-        super().connect()
-        self.watchdog.watch(self.sock)
+class _HTTPSConnection(_HTTPConnection, http.client.HTTPSConnection):
+    """HTTPSConnection.connect wraps the socket in TLS after the plain connect; the MRO runs it
+    inside _HTTPConnection.connect's super().connect(), so the watchdog gets the TLS socket."""
 
 
 class _HTTPHandler(urllib.request.HTTPHandler):
