@@ -11,17 +11,20 @@ import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from importlib import resources
 
 import numpy as np
 
 from infersight import catalog
 from infersight.fleet import topology
-from infersight.fleet.reference_scrape import SAMPLE
 
 # The reference scrape is 32 requests over about a minute of traffic.
 _REF_REQUESTS = 32.0
 _REF_SECONDS = 60.0
 _REF_MODEL = 'model_name="tiny-moe"'
+# A verbatim /metrics of vLLM 0.32.0 (one engine, model "tiny-moe", after 32 requests): the
+# families, label sets and bucket boundaries the synthetic fleet copies. Package data, so it ships.
+SAMPLE = resources.files("infersight.fleet").joinpath("vllm-0.32.0-metrics-sample.txt").read_text(encoding="utf-8")
 _SAMPLE_LINE = re.compile(r"^(?P<name>[^{\s]+)(?P<labels>\{.*\})?\s+(?P<value>\S+)$")
 _LATENCY = re.compile(
     r"^vllm:(time_to_first_token|inter_token_latency|e2e_request_latency|request_\w+_time|request_time_per)"
