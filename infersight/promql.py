@@ -65,9 +65,18 @@ def series(metric: str, matchers: Sequence[str] = (), suffix: str = "") -> str:
     return _join_or([n + braces(matchers) for n in _names(metric, suffix)])
 
 
-def range_fn(fn: str, metric: str, window: Duration | str, matchers: Sequence[str] = (), suffix: str = "") -> str:
-    """``fn(metric{...}[window])`` for each alias, joined with ``or``."""
-    return _join_or([f"{fn}({n}{braces(matchers)}[{window}])" for n in _names(metric, suffix)])
+def range_fn(
+    fn: str, metric: str, window: Duration | str, matchers: Sequence[str] = (), suffix: str = "", args: str = ""
+) -> str:
+    """``fn(metric{...}[window])`` (``fn(metric{...}[window], args)`` with ``args``) for each alias,
+    joined with ``or``."""
+    tail = f", {args}" if args else ""
+    return _join_or([f"{fn}({n}{braces(matchers)}[{window}]{tail})" for n in _names(metric, suffix)])
+
+
+def offset(metric: str, window: Duration | str, matchers: Sequence[str] = ()) -> str:
+    """``metric{...} offset window`` for each alias, joined with ``or``."""
+    return _join_or([f"{n}{braces(matchers)} offset {window}" for n in _names(metric, "")])
 
 
 def rate(metric: str, window: Duration | str, matchers: Sequence[str] = (), suffix: str = "") -> str:

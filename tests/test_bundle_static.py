@@ -160,3 +160,8 @@ def test_substitute_grafana_variables() -> None:
     assert substitute('rate(x{job=~"$job", a=~"${model_name}"}[$__rate_interval])') == (
         'rate(x{job=~".*", a=~".*"}[5m])'
     )
+
+
+def test_substitute_leaves_label_replace_capture_groups_alone() -> None:
+    expr = 'label_replace(x{h=~"$Hostname"}, "host", "host/$1", "h", "(.+)")'
+    assert substitute(expr, {"Hostname": "node-1"}) == 'label_replace(x{h=~"node-1"}, "host", "host/$1", "h", "(.+)")'

@@ -33,7 +33,7 @@ _GPU = "GPU {{ $labels.gpu }} ({{ $labels.modelName }}, {{ $labels.UUID }}) on {
 
 def _warming_up(cfg: Config) -> str:
     """Join keys whose newest engine started less than gpu.warmup ago."""
-    return f"{gpu_rules.WORKLOAD_UPTIME} < {num(cfg.scaled(cfg.gpu.warmup).total_seconds)}"
+    return f"{gpu_rules.workload_uptime(cfg)} < {num(cfg.scaled(cfg.gpu.warmup).total_seconds)}"
 
 
 def _leak(cfg: Config) -> Alert:
@@ -42,7 +42,7 @@ def _leak(cfg: Config) -> Alert:
     # Restarts and warm-ups are steps: a restart's fall turns the trend negative (resetting for:),
     # and a step's rise stays in the window for at most its length, which for: outlasts (the config
     # insists). A slow warm-up creep is what the engines' start time is for.
-    growth_mib = f"{gpu_rules.fb_used_deriv(cfg)} * {num(window.total_seconds)} / {gpu_rules.MIB}"
+    growth_mib = f"{gpu_rules.fb_used_trend(cfg)} * {num(window.total_seconds)} / {gpu_rules.MIB}"
 
     # Load is compared window against window (means, not points), so noise in a light load does
     # not read as a rise.
@@ -74,8 +74,9 @@ def _predicted_oom(cfg: Config) -> Alert:
     a = cfg.gpu.alerts.predicted_oom
     within = cfg.scaled(a.within).total_seconds
     expr = (  # the value is hours: a description that rounds them survives a scrape's jitter
-        f"(\n  {gpu_rules.time_to_oom(cfg)} / 3600 < {num(within / 3600)}\n  and\n"
-        f"  predict_linear({gpu_rules.FB_FREE}[{cfg.scaled(a.short_window)}], {num(within)}) < 0\n)\n"
+        f"(\n  (\n{gpu_rules.time_to_oom(cfg)}\n  ) / 3600 < {num(within / 3600)}\n  and\n  "
+        + gpu_rules.over_time(cfg, "predict_linear", gpu_rules.FB_FREE, a.short_window, args=num(within))
+        + " < 0\n)\n"
         f"unless {_BY_WORKLOAD}\n{_warming_up(cfg)}"
     )
     return tuned_alert(
@@ -97,10 +98,11 @@ def _xid(cfg: Config) -> Alert:
     # The gauge holds the last XID until the driver reloads, so only a change is news. Newer
     # exporters also put the code in an err_code label, making a new code a new series; the last
     # clause keeps a code that was already there when monitoring began from counting as new.
-    expr = (
-        f"(\n  ({gpu_rules.XID} > 0 and changes({gpu_rules.XID}[{w}]) > 0)\n  or\n"
-        f"  ({gpu_rules.XID} > 0 unless {gpu_rules.XID} offset {w})\n)\n"
-        f"and on (UUID)\n{gpu_rules.XID} offset {w}"
+    sel = cfg.selectors.dcgm
+    xid, before = gpu_rules.dcgm(cfg, gpu_rules.XID.metric), promql.offset(gpu_rules.XID.metric, w, sel)
+    changed = promql.range_fn("changes", gpu_rules.XID.metric, w, sel)
+    expr = gpu_rules.normalise(
+        cfg, f"(\n  ({xid} > 0 and {changed} > 0)\n  or\n  ({xid} > 0 unless {before})\n)\nand on (UUID)\n{before}"
     )
     return tuned_alert(
         cfg,
@@ -142,7 +144,8 @@ def _lost(cfg: Config) -> Alert:
     counting as lost. The labels are the GPU's last, pod included, so inhibition finds its engines."""
     a = cfg.gpu.alerts.lost
     expr = (
-        f"last_over_time({gpu_rules.FB_USED}[{cfg.scaled(a.window)}])\nunless on (UUID)\n{gpu_rules.FB_USED}\n"
+        gpu_rules.over_time(cfg, "last_over_time", gpu_rules.FB_USED, a.window)
+        + f"\nunless on (UUID)\n{gpu_rules.dcgm(cfg, gpu_rules.FB_USED.metric)}\n"
         f"and on (job, instance)\n{promql.series('up', cfg.selectors.dcgm)} == 1"
     )
     return tuned_alert(
@@ -162,9 +165,11 @@ def _throttling(cfg: Config) -> Alert:
     a = cfg.gpu.alerts.throttling
     w = cfg.scaled(a.window)
     ratios = {"thermal": a.thermal_ratio, "power": a.power_ratio}
+    # A subquery at the evaluation interval: the reasons are bits of one gauge, so there is no
+    # raw series per reason to take avg_over_time of.
+    step = cfg.scaled(cfg.intervals.evaluation)
     expr = "\nor\n".join(
-        f"avg_over_time({promql.recorded(gpu_rules.THROTTLE, [promql.label_matcher('reason', '=', reason)])}[{w}])"
-        f" > {num(ratio)}"
+        f"avg_over_time((\n{gpu_rules.throttle(cfg, reasons=(reason,))}\n)[{w}:{step}]) > {num(ratio)}"
         for reason, ratio in ratios.items()
     )
     return tuned_alert(
@@ -187,7 +192,7 @@ def _temperature(cfg: Config) -> Alert:
         "gpu",
         TEMPERATURE,
         a,
-        f"{gpu_rules.TEMP} > {num(a.celsius)}",
+        f"{gpu_rules.per_gpu(cfg, gpu_rules.TEMP)} > {num(a.celsius)}",
         "A GPU runs hot.",
         f"{_GPU} is at {{{{ $value }}}} °C (threshold {num(a.celsius)} °C); it will throttle near its slowdown "
         "temperature.",
@@ -198,7 +203,8 @@ def _bandwidth(cfg: Config) -> Alert:
     a = cfg.gpu.alerts.bandwidth_kv_thrash
     rate = cfg.scaled(cfg.intervals.rate)
     expr = (
-        f"avg_over_time({gpu_rules.MEM_COPY}[{rate}]) > {num(a.mem_copy_ratio)}\n"
+        gpu_rules.over_time(cfg, "avg_over_time", gpu_rules.MEM_COPY, cfg.intervals.rate)
+        + f" > {num(a.mem_copy_ratio)}\n"
         f"and {_BY_WORKLOAD}\n{gpu_rules.workload_preemptions(cfg)} > {num(a.preemptions_per_second)}"
     )
     return tuned_alert(
@@ -222,7 +228,11 @@ def _idle(cfg: Config) -> Alert:
         f"* on (job, instance) group_left ({gpu_rules.WORKLOAD_LABEL})\n"
         f"{gpu_rules.WORKLOAD_MAP}"
     )
-    idle = promql.agg("max", (gpu_rules.WORKLOAD_LABEL,), f"max_over_time({gpu_rules.UTIL}[{rate}])")
+    idle = promql.agg(
+        "max",
+        (gpu_rules.WORKLOAD_LABEL,),
+        gpu_rules.over_time(cfg, "max_over_time", gpu_rules.UTIL, cfg.intervals.rate),
+    )
     expr = f"(\n{waiting}\n) >= {num(a.min_waiting)}\nand {_BY_WORKLOAD}\n{idle} < {num(a.util_ratio)}"
     return tuned_alert(
         cfg,

@@ -20,6 +20,7 @@ THRASH = "InfersightVLLMKVCacheThrash"
 def _saturation(cfg: Config) -> Alert:
     a = cfg.kv_cache.alerts.saturation
     expr = (
+        # Averaged over the window so the dip right after a preemption does not reset the alert.
         f"{kv_rules.usage_avg(cfg)} > {num(a.usage_threshold)}\nand {on(conventions.ENGINE)}\n(\n"
         f"  {kv_rules.engine_preemptions(cfg)} > {num(a.preemptions_per_second)}\n  or {on(conventions.ENGINE)}\n"
         f"  {kv_rules.queue_growth(cfg)} > {num(a.queue_growth_per_second)}\n)"
@@ -74,7 +75,7 @@ def _prefix_collapse(cfg: Config) -> Alert:
     expr = (
         f"{current}\n< {num(1 - a.drop_fraction)} * {baseline}\n"
         f"and {by_instance}\n{baseline} > {num(a.min_baseline_ratio)}\n"
-        f"and {by_instance}\n{kv_rules.prefix_rate(cfg, 'queries')} > {num(a.min_queries_per_second)}"
+        f"and {by_instance}\n{kv_rules.prefix_queries(cfg)} > {num(a.min_queries_per_second)}"
     )
     return tuned_alert(
         cfg,

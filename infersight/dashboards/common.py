@@ -190,13 +190,15 @@ def heatmap(
     )
 
 
-def chained_variables(values_from: str, labels: Sequence[str]) -> list[QueryVariable]:
-    """Each variable's values are filtered by the variables before it (job -> model_name -> ...)."""
+def chained_variables(values_from: str, labels: Sequence[str], single: Sequence[str] = ()) -> list[QueryVariable]:
+    """Each variable's values are filtered by the variables before it (job -> model_name -> ...).
+    Variables are multi-select with All, except those in ``single``: one value, no All, so Grafana
+    starts on the first (a drill-down that would be unreadable, and costly, across a fleet)."""
     variables = []
     for i, label in enumerate(labels):
         selector = promql.recorded(values_from, filters(*labels[:i]))
         query = f"label_values({selector}, {label})"
-        variables.append(
+        variable = (
             QueryVariable(label)
             .label(label)
             .datasource(DATASOURCE)
@@ -204,11 +206,17 @@ def chained_variables(values_from: str, labels: Sequence[str]) -> list[QueryVari
             .definition(query)
             .refresh(dashboard_model.VariableRefresh.ON_TIME_RANGE_CHANGED)
             .sort(dashboard_model.VariableSort.ALPHABETICAL_ASC)
-            .include_all(True)
-            .all_value(".*")
-            .multi(True)
-            .current(dashboard_model.VariableOption(selected=True, text=["All"], value=["$__all"]))
         )
+        if label in single:
+            variable = variable.include_all(False).multi(False)
+        else:
+            variable = (
+                variable.include_all(True)
+                .all_value(".*")
+                .multi(True)
+                .current(dashboard_model.VariableOption(selected=True, text=["All"], value=["$__all"]))
+            )
+        variables.append(variable)
     return variables
 
 
@@ -227,6 +235,7 @@ def render(
     variables_from: str,
     variable_labels: Sequence[str],
     sections: Sequence[Section],
+    single_variables: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Assemble, number and serialise a dashboard. Same input, same dict."""
     dc = cfg.dashboards
@@ -247,7 +256,7 @@ def render(
             .current(dashboard_model.VariableOption(selected=True, text=dc.datasource_uid, value=dc.datasource_uid))
         )
     )
-    for var in chained_variables(variables_from, variable_labels):
+    for var in chained_variables(variables_from, variable_labels, single_variables):
         board = board.with_variable(var)
     for section in sections:
         board = board.with_row(Row(section.title))

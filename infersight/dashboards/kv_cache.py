@@ -52,7 +52,7 @@ def _usage(cfg: Config) -> Section:
                 f"Standard deviation of KV usage over {thrash.window}. High together with preemptions "
                 f"means thrash (alert threshold {thrash.usage_stddev:g}).",
                 "percentunit",
-                [Query(promql.recorded(kv_cache_rules.usage_stddev(cfg), ENGINE_FILTERS), _WHO_ENGINE)],
+                [Query(kv_cache_rules.usage_stddev(cfg, ENGINE_FILTERS), _WHO_ENGINE)],
                 width=8,
             ),
         ],
@@ -82,10 +82,12 @@ def _prefix(cfg: Config) -> Section:
                 "Prompt tokens looked up in, and found in, the prefix cache per second.",
                 "short",
                 [
+                    Query(promql.recorded(kv_cache_rules.prefix_queries(cfg), INSTANCE_FILTERS), "queried " + _WHO),
                     Query(
-                        promql.recorded(kv_cache_rules.prefix_rate(cfg, "queries"), INSTANCE_FILTERS), "queried " + _WHO
+                        f"{promql.recorded(kv_cache_rules.prefix_queries(cfg), INSTANCE_FILTERS)}\n* "
+                        f"{promql.recorded(kv_cache_rules.prefix_hit_ratio(cfg.intervals.rate), INSTANCE_FILTERS)}",
+                        "hit " + _WHO,
                     ),
-                    Query(promql.recorded(kv_cache_rules.prefix_rate(cfg, "hits"), INSTANCE_FILTERS), "hit " + _WHO),
                 ],
             ),
         ],
@@ -101,7 +103,7 @@ def _preemptions(cfg: Config) -> Section:
                 "Requests preempted per second: the engine ran out of KV blocks and evicted a running "
                 "request, whose work is recomputed later.",
                 "short",
-                [Query(promql.recorded(kv_cache_rules.engine_preemptions(cfg), ENGINE_FILTERS), _WHO_ENGINE)],
+                [Query(kv_cache_rules.engine_preemptions(cfg, ENGINE_FILTERS, "$__rate_interval"), _WHO_ENGINE)],
             ),
             timeseries(
                 "Preemptions per finished request",
@@ -135,9 +137,9 @@ def _queue(cfg: Config) -> Section:
             ),
             timeseries(
                 "Waiting by reason",
-                "capacity: no KV blocks or batch slots free; deferred: held back by the scheduler policy.",
+                "Per model. capacity: no KV blocks or batch slots free; deferred: held back by the scheduler policy.",
                 "short",
-                [Query(promql.recorded(kv_cache_rules.WAITING_BY_REASON, INSTANCE_FILTERS), "{{reason}} " + _WHO)],
+                [Query(promql.recorded(kv_cache_rules.WAITING_BY_REASON, MODEL_FILTERS), "{{reason}} {{model_name}}")],
                 width=8,
                 stacked=True,
             ),
@@ -146,7 +148,7 @@ def _queue(cfg: Config) -> Section:
                 f"Slope of the waiting queue over {cfg.intervals.rate}, requests per second. Positive for "
                 "long means demand exceeds capacity.",
                 "short",
-                [Query(promql.recorded(kv_cache_rules.queue_growth(cfg), ENGINE_FILTERS), _WHO_ENGINE)],
+                [Query(kv_cache_rules.queue_growth(cfg, ENGINE_FILTERS), _WHO_ENGINE)],
                 width=8,
                 min_val=None,
             ),
@@ -190,9 +192,9 @@ def _batch(cfg: Config) -> Section:
             ),
             timeseries(
                 "Admission rejections",
-                "Requests refused at admission because a queue limit (requests or tokens) was reached.",
+                "Requests refused at admission, per model, because a queue limit (requests or tokens) was reached.",
                 "reqps",
-                [Query(promql.recorded(kv_cache_rules.rejections(cfg), INSTANCE_FILTERS), "{{reason}} " + _WHO)],
+                [Query(promql.recorded(kv_cache_rules.rejections(cfg), MODEL_FILTERS), "{{reason}} {{model_name}}")],
             ),
         ],
     )

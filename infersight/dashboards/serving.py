@@ -21,7 +21,7 @@ def _selected(name: str, extra: list[str] | None = None, base: list[str] = INSTA
 
 def _overview(cfg: Config) -> Section:
     bad = serving_rules.bad_reasons(cfg)
-    ttft_buckets = conventions.bucket_rate(cfg, "vllm:time_to_first_token_seconds", "instance")
+    ttft_buckets = conventions.bucket_rate(cfg, "vllm:time_to_first_token_seconds", "model")
     return Section(
         "Overview",
         [
@@ -45,17 +45,18 @@ def _overview(cfg: Config) -> Section:
                 "percentunit",
                 [
                     Query(
-                        f"sum({_selected(serving_rules.requests_by_reason(cfg), [bad])})"
-                        f" / sum({_selected(serving_rules.requests_by_reason(cfg))})"
+                        f"sum({_selected(serving_rules.requests_by_reason(cfg), [bad], MODEL_FILTERS)})"
+                        f" / sum({_selected(serving_rules.requests_by_reason(cfg), base=MODEL_FILTERS)})"
                     )
                 ],
                 thresholds=((None, "green"), (1 - cfg.slo.availability.objective, "red")),
             ),
             stat(
                 "TTFT p99",
-                "99th percentile time to first token across the selection.",
+                "99th percentile time to first token across the selected models (bucket rates are "
+                "recorded per model, so the instance selection does not narrow it).",
                 "s",
-                [Query(promql.quantile_from_buckets(0.99, (), _selected(ttft_buckets)))],
+                [Query(promql.quantile_from_buckets(0.99, (), _selected(ttft_buckets, base=MODEL_FILTERS)))],
                 thresholds=((None, "green"), (cfg.slo.ttft.threshold_seconds, "red")),
             ),
             stat(
@@ -106,7 +107,8 @@ def _traffic(cfg: Config) -> Section:
                 "reqps",
                 [
                     Query(
-                        f"sum by (model_name, finished_reason) ({_selected(serving_rules.requests_by_reason(cfg))})",
+                        f"sum by (model_name, finished_reason) "
+                        f"({_selected(serving_rules.requests_by_reason(cfg), base=MODEL_FILTERS)})",
                         "{{model_name}} {{finished_reason}}",
                     )
                 ],

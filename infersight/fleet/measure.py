@@ -15,7 +15,7 @@ from typing import Any
 import promql_parser
 import yaml
 
-from infersight import lint
+from infersight import lint, promql
 
 # A full-width panel on a 1920-pixel screen: Grafana asks for about this many points.
 FULL_WIDTH_POINTS = 1800
@@ -37,9 +37,15 @@ class PrometheusAPI:
 
     def api(self, path: str, params: Mapping[str, str] | None = None) -> Any:
         try:
-            answer = json.loads(self.raw(path, params))
+            body = self.raw(path, params)
         except urllib.error.HTTPError as exc:  # Prometheus answers query errors with 4xx and a JSON body
-            answer = json.loads(exc.read() or b"{}")
+            body = exc.read() or b"{}"
+        try:
+            answer = json.loads(body)
+        except ValueError:  # e.g. a Prometheus that died mid-run, or something else on the port
+            raise QueryFailed(f"{path} answered with something that is not Prometheus JSON: {body[:80]!r}") from None
+        if not isinstance(answer, dict):
+            raise QueryFailed(f"{path} answered JSON that is not a Prometheus API object")
         if answer.get("status") != "success":
             raise QueryFailed(str(answer.get("error") or answer))
         return answer["data"]
@@ -170,16 +176,41 @@ def rules_of(files: Mapping[str, str]) -> list[Rule]:
     return out
 
 
-def panel_queries(files: Mapping[str, str], rate_interval: str) -> Iterator[tuple[str, str, str]]:
-    """(dashboard file, where, expr) for every panel target, variables on All."""
+def panel_queries(
+    files: Mapping[str, str], rate_interval: str, api: PrometheusAPI | None = None
+) -> Iterator[tuple[str, str, str]]:
+    """(dashboard file, where, expr) for every panel target as Grafana opens the dashboard:
+    multi-value variables on All, and a single-value one (no All) on its first value, which
+    needs ``api`` to list the values (without it, such a variable is on All too)."""
     for path, text in sorted(files.items()):
         if not path.startswith("dashboards/") or not path.endswith(".json"):
             continue
         board = json.loads(text)
+        values = first_values(api, board) if api is not None else {}
         for where, expr in lint.dashboard_queries(board):
             if where.startswith("panel "):
                 grafana = expr.replace("${__rate_interval}", rate_interval).replace("$__rate_interval", rate_interval)
-                yield path.removeprefix("dashboards/"), where, lint.substitute(grafana)
+                yield path.removeprefix("dashboards/"), where, lint.substitute(grafana, values)
+
+
+_LABEL_VALUES = re.compile(r"label_values\((?P<selector>.+),\s*(?P<label>\w+)\)\s*$", re.S)
+
+
+def first_values(api: PrometheusAPI, board: Mapping[str, Any]) -> dict[str, str]:
+    """The value Grafana starts a single-value query variable on: the first, in alphabetical order,
+    of ``label_values(selector, label)`` with the variables before it substituted."""
+    values: dict[str, str] = {}
+    for var in board.get("templating", {}).get("list", []):
+        if var.get("type") != "query" or var.get("includeAll", False) or var.get("multi", False):
+            continue
+        m = _LABEL_VALUES.match(str(var.get("query", "")))
+        if not m:
+            continue
+        selector = lint.substitute(m["selector"], values)
+        found = sorted(api.api(f"/api/v1/label/{m['label']}/values", {"match[]": selector}))
+        if found:
+            values[str(var["name"])] = promql.regex_escape(found[0])
+    return values
 
 
 # --- raw equivalents ----------------------------------------------------------------------------

@@ -189,7 +189,9 @@ def vllm(server: topology.Server, started: float) -> Template:
 _FB_TOTAL_MIB = 81559.0
 
 
-def _gpu_values(user: topology.Server | None, leaking: bool, throttled: bool) -> dict[str, tuple[float, float]]:
+def _gpu_values(
+    user: topology.Server | None, leaking: bool, throttled: bool, xid: float
+) -> dict[str, tuple[float, float]]:
     """(a, b) per dcgm-exporter field for one GPU."""
     busy = user is not None
     used = 72000.0 if busy else 0.0
@@ -207,7 +209,7 @@ def _gpu_values(user: topology.Server | None, leaking: bool, throttled: bool) ->
         "DCGM_FI_DEV_MEMORY_TEMP": (72.0 if busy else 35.0, 0.0),
         "DCGM_FI_DEV_SM_CLOCK": (1980.0, 0.0),
         "DCGM_FI_DEV_MEM_CLOCK": (2619.0, 0.0),
-        "DCGM_FI_DEV_XID_ERRORS": (0.0, 0.0),
+        "DCGM_FI_DEV_XID_ERRORS": (xid, 0.0),
         "DCGM_FI_PROF_GR_ENGINE_ACTIVE": (util / 100, 0.0),
         "DCGM_FI_PROF_DRAM_ACTIVE": (util / 250, 0.0),
         "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": (util / 300, 0.0),
@@ -232,10 +234,11 @@ def _gpu_labels(node: topology.Node, gpu: int, user: topology.Server | None) -> 
 def dcgm(node: topology.Node) -> Template:
     """One node's dcgm-exporter /metrics: every DCGM field of the catalog for its 8 GPUs."""
     fields = [m for m in catalog.CATALOG.values() if m.source == catalog.Source.DCGM]
-    # One node in fifty has a leaking first GPU, another a power-capped one.
-    leaking, throttled = node.index % 50 == 7, node.index % 50 == 3
+    # One node in fifty has a leaking first GPU, another a power-capped one, a third one whose last
+    # XID is 48 (a double-bit ECC error; the code sticks until the driver reloads).
+    leaking, throttled, xid = node.index % 50 == 7, node.index % 50 == 3, 48.0 if node.index % 50 == 5 else 0.0
     per_gpu = [
-        (_gpu_labels(node, g, user), _gpu_values(user, leaking and g == 0, throttled and g == 0))
+        (_gpu_labels(node, g, user), _gpu_values(user, leaking and g == 0, throttled and g == 0, xid if g == 0 else 0))
         for g, user in enumerate(node.gpu_users)
     ]
     out = _Builder()

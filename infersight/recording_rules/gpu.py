@@ -8,17 +8,22 @@ Every GPU series is normalised the same way (:func:`normalise`):
 The vLLM side gets the same key from its targets' ``up`` series (:data:`WORKLOAD_MAP`), so alerts
 can ask about "the engines on this GPU" with ``on (infersight_workload)``.
 
-Levels: ``gpu`` keeps every label of a dcgm-exporter series (one series per GPU or MIG instance);
-``workload`` aggregates the vLLM engines sharing a join key. DCGM reports memory in MiB, clocks in
-MHz and utilization in percent; the rules record bytes, hertz and 0-1 ratios.
+Levels. Nothing is recorded per GPU: a GPU's raw series are already one series per GPU, and
+copies of them would add about as many series as the fleet's GPUs expose (docs/scale.md). Alerts
+and the per-node drill-down read the raw series through :func:`per_gpu`, which applies the same
+normalisation and units. What is recorded is ``node`` (per ``Hostname``: the fleet view of the GPU
+dashboard) and ``workload`` (the vLLM engines sharing a join key). DCGM reports memory in MiB,
+clocks in MHz and utilization in percent; the expressions give bytes, hertz and 0-1 ratios.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from infersight import conventions, promql
 from infersight.config import Config
+from infersight.durations import Duration
 from infersight.recording_rules import serving as serving_rules
 from infersight.rules import RecordingRule, RuleGroup
 
@@ -28,19 +33,38 @@ _TMP = "infersight_tmp"  # scratch label, always removed again
 MIB = 1048576
 MHZ = 1000000
 
-FB_USED = conventions.record_name("gpu", "dcgm_fb_used", "bytes")
-FB_FREE = conventions.record_name("gpu", "dcgm_fb_free", "bytes")
-FB_TOTAL = conventions.record_name("gpu", "dcgm_fb_total", "bytes")
-FB_USED_RATIO = conventions.record_name("gpu", "dcgm_fb_used", "ratio")
-UTIL = conventions.record_name("gpu", "dcgm_gpu_util", "ratio")
-MEM_COPY = conventions.record_name("gpu", "dcgm_mem_copy_util", "ratio")
-POWER = conventions.record_name("gpu", "dcgm_power_usage", "watts")
-TEMP = conventions.record_name("gpu", "dcgm_gpu_temp", "celsius")
-MEMORY_TEMP = conventions.record_name("gpu", "dcgm_memory_temp", "celsius")
-SM_CLOCK = conventions.record_name("gpu", "dcgm_sm_clock", "hertz")
-MEM_CLOCK = conventions.record_name("gpu", "dcgm_mem_clock", "hertz")
-XID = conventions.record_name("gpu", "dcgm_xid_errors", "last")
-THROTTLE = conventions.record_name("gpu", "dcgm_clock_throttle", "active")  # 0/1 per reason label
+NODE = ("job", HOST_LABEL)
+
+
+@dataclass(frozen=True)
+class Field:
+    """A dcgm-exporter field and the factor that turns it into SI units."""
+
+    metric: str
+    factor: str = ""  # e.g. "* 1048576"
+
+
+FB_USED = Field("DCGM_FI_DEV_FB_USED", f"* {MIB}")
+FB_FREE = Field("DCGM_FI_DEV_FB_FREE", f"* {MIB}")
+UTIL = Field("DCGM_FI_DEV_GPU_UTIL", "/ 100")
+MEM_COPY = Field("DCGM_FI_DEV_MEM_COPY_UTIL", "/ 100")
+POWER = Field("DCGM_FI_DEV_POWER_USAGE")
+TEMP = Field("DCGM_FI_DEV_GPU_TEMP")
+MEMORY_TEMP = Field("DCGM_FI_DEV_MEMORY_TEMP")
+SM_CLOCK = Field("DCGM_FI_DEV_SM_CLOCK", f"* {MHZ}")
+MEM_CLOCK = Field("DCGM_FI_DEV_MEM_CLOCK", f"* {MHZ}")
+XID = Field("DCGM_FI_DEV_XID_ERRORS")
+
+# Per node: the fleet rows of the GPU dashboard.
+NODE_GPUS = conventions.record_name("node", "dcgm_gpus", "count")
+NODE_UTIL = conventions.record_name("node", "dcgm_gpu_util", "avg_ratio")
+NODE_MEM_COPY = conventions.record_name("node", "dcgm_mem_copy_util", "max_ratio")
+NODE_FB_USED = conventions.record_name("node", "dcgm_fb_used", "sum_bytes")
+NODE_FB_TOTAL = conventions.record_name("node", "dcgm_fb_total", "sum_bytes")
+NODE_POWER = conventions.record_name("node", "dcgm_power_usage", "sum_watts")
+NODE_TEMP = conventions.record_name("node", "dcgm_gpu_temp", "max_celsius")
+NODE_THROTTLED = conventions.record_name("node", "dcgm_clock_throttle", "count")  # GPUs, per reason
+NODE_XID = conventions.record_name("node", "dcgm_xid_errors", "count")  # GPUs whose last XID is not 0
 
 # DCGM_CLOCKS_EVENT_REASON_* bits per reason label: thermal = HW slowdown (0x8), SW thermal (0x20),
 # HW thermal (0x40); power = SW power cap (0x4), HW power brake (0x80).
@@ -49,29 +73,23 @@ THROTTLE_BITS: dict[str, tuple[int, ...]] = {"thermal": (3, 5, 6), "power": (2, 
 # The vLLM side: one series per (job, instance) carrying its join key, then per-key aggregates.
 WORKLOAD_MAP = conventions.record_name("instance", "vllm_gpu_workload", "group")
 WORKLOAD_KV_USAGE = conventions.record_name("workload", "vllm:kv_cache_usage", "max")
-WORKLOAD_WAITING = conventions.record_name("workload", "vllm:num_requests_waiting", "sum")
-WORKLOAD_UPTIME = conventions.record_name("workload", "vllm_process_uptime_seconds", "min")
 
 
-def fb_used_deriv(cfg: Config) -> str:
-    """Used framebuffer trend, bytes per second over the leak window."""
-    return conventions.record_name("gpu", "dcgm_fb_used_bytes", f"deriv{cfg.gpu.alerts.memory_leak.window}")
+def node_leak_trend(cfg: Config) -> str:
+    """The steepest used-framebuffer trend among a node's GPUs, bytes per second."""
+    return conventions.record_name("node", "dcgm_fb_used_bytes", f"max_deriv{cfg.gpu.alerts.memory_leak.window}")
 
 
-def fb_free_deriv(cfg: Config) -> str:
-    return conventions.record_name("gpu", "dcgm_fb_free_bytes", f"deriv{cfg.gpu.alerts.predicted_oom.long_window}")
-
-
-def time_to_oom(cfg: Config) -> str:
-    """Seconds until free framebuffer reaches zero at the long-window trend (only while it falls)."""
+def node_time_to_oom(cfg: Config) -> str:
+    """The soonest predicted OOM among a node's GPUs."""
     return conventions.record_name(
-        "gpu", "dcgm_fb_time_to_oom_seconds", f"deriv{cfg.gpu.alerts.predicted_oom.long_window}"
+        "node", "dcgm_fb_time_to_oom_seconds", f"min_deriv{cfg.gpu.alerts.predicted_oom.long_window}"
     )
 
 
-def ecc_rate(cfg: Config, kind: str) -> str:
-    """``kind`` is ``dbe`` (uncorrectable), ``sbe`` (corrected) or ``remapped_rows_uncorrectable``."""
-    return conventions.record_name("gpu", f"dcgm_ecc_{kind}", conventions.op_rate(cfg))
+def node_ecc(cfg: Config) -> str:
+    """ECC errors per second of a node's GPUs, per ``kind`` (see :data:`ECC_COUNTERS`)."""
+    return conventions.record_name("node", "dcgm_ecc_errors", "sum_" + conventions.op_rate(cfg))
 
 
 ECC_COUNTERS = (
@@ -86,7 +104,14 @@ def workload_requests(cfg: Config) -> str:
 
 
 def workload_preemptions(cfg: Config) -> str:
-    return conventions.record_name("workload", "vllm:num_preemptions", conventions.op_rate(cfg))
+    """Preemptions per second per join key: an expression over the instance recording (not
+    recorded again: the workloads are as many as the instances)."""
+    return _per_workload("sum", serving_rules.preemptions(cfg))
+
+
+def workload_uptime(cfg: Config) -> str:
+    """Seconds since the newest engine of each join key started (an expression, not recorded)."""
+    return _per_workload("min", f"(time() - {promql.series('process_start_time_seconds', cfg.selectors.vllm)})")
 
 
 # --- label plumbing ---------------------------------------------------------------------------
@@ -123,62 +148,96 @@ def normalise(cfg: Config, expr: str) -> str:
     return with_workload(out, [p.gpu for p in join.pod_labels], HOST_LABEL, join.host_regex)
 
 
-def dcgm(cfg: Config, metric: str) -> str:
+def dcgm(cfg: Config, metric: str, matchers: Sequence[str] = ()) -> str:
     """A raw dcgm-exporter selector (aliases joined) under the configured selector."""
-    return promql.series(metric, cfg.selectors.dcgm)
+    return promql.series(metric, [*cfg.selectors.dcgm, *matchers])
 
 
-# --- rules ------------------------------------------------------------------------------------
+def host_matchers(cfg: Config, value: str) -> list[list[str]]:
+    """One matcher list per configured host label, each selecting GPUs whose host matches
+    ``value``: an exporter names the host in one of them, so a drill-down ORs the selections."""
+    return [[promql.label_matcher(label, "=~", value)] for label in cfg.gpu.join.gpu_host_labels]
 
 
-def _scaled(cfg: Config, record: str, metric: str, factor: str = "") -> RecordingRule:
-    expr = dcgm(cfg, metric) + (f" {factor}" if factor else "")
-    return RecordingRule(record, normalise(cfg, expr))
+# --- per-GPU expressions (read by alerts and the drill-down; never recorded) -------------------
 
 
-def _fb_total(cfg: Config) -> str:
-    """FB_TOTAL when the exporter collects it, else used + free (+ reserved when collected)."""
-    used, free, reserved = (dcgm(cfg, f"DCGM_FI_DEV_FB_{k}") for k in ("USED", "FREE", "RESERVED"))
-    mib = f"({dcgm(cfg, 'DCGM_FI_DEV_FB_TOTAL')}\nor\n{used} + {free} + {reserved}\nor\n{used} + {free})"
-    return f"{mib} * {MIB}"
+def per_gpu(cfg: Config, field: Field, matchers: Sequence[str] = ()) -> str:
+    """One series per GPU (or MIG instance) of ``field``, normalised and in SI units."""
+    return normalise(cfg, f"{dcgm(cfg, field.metric, matchers)} {field.factor}".rstrip())
 
 
-def _throttle(cfg: Config) -> str:
-    """1 while any bit of a reason is set, per reason label. PromQL has no bitwise operators:
-    bit b of x is floor(x / 2^b) % 2."""
-    mask = dcgm(cfg, "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS")
+def fb_total(cfg: Config, matchers: Sequence[str] = ()) -> str:
+    """Total framebuffer in bytes when the exporter collects it, else used + free (+ reserved)."""
+    used, free, reserved = (dcgm(cfg, f"DCGM_FI_DEV_FB_{k}", matchers) for k in ("USED", "FREE", "RESERVED"))
+    total = dcgm(cfg, "DCGM_FI_DEV_FB_TOTAL", matchers)
+    return normalise(cfg, f"({total}\nor\n{used} + {free} + {reserved}\nor\n{used} + {free}) * {MIB}")
+
+
+def over_time(
+    cfg: Config, fn: str, field: Field, window: Duration, matchers: Sequence[str] = (), args: str = ""
+) -> str:
+    """``fn(field[window], args)`` per GPU (e.g. deriv, avg_over_time), normalised, in SI units
+    (per second for deriv). ``window`` is nominal; the time scale is applied here."""
+    raw = promql.range_fn(fn, field.metric, cfg.scaled(window), [*cfg.selectors.dcgm, *matchers], args=args)
+    return normalise(cfg, f"{raw} {field.factor}".rstrip())
+
+
+def fb_used_trend(cfg: Config, matchers: Sequence[str] = ()) -> str:
+    """Used framebuffer trend over the leak window, bytes per second."""
+    return over_time(cfg, "deriv", FB_USED, cfg.gpu.alerts.memory_leak.window, matchers)
+
+
+def time_to_oom(cfg: Config, matchers: Sequence[str] = ()) -> str:
+    """Seconds until free framebuffer reaches zero at the long-window trend (only while it falls)."""
+    falling = over_time(cfg, "deriv", FB_FREE, cfg.gpu.alerts.predicted_oom.long_window, matchers)
+    return f"{per_gpu(cfg, FB_FREE, matchers)}\n/\n-(\n{falling}\n< 0)"
+
+
+def throttle(cfg: Config, matchers: Sequence[str] = (), reasons: Sequence[str] = tuple(THROTTLE_BITS)) -> str:
+    """1 while any bit of a reason is set, per GPU and ``reason`` label. PromQL has no bitwise
+    operators: bit b of x is floor(x / 2^b) % 2."""
+    mask = dcgm(cfg, "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", matchers)
     parts = []
-    for reason, bits in THROTTLE_BITS.items():
+    for reason in reasons:
+        bits = THROTTLE_BITS[reason]
         any_bit = " + ".join(f"floor({mask} / {2**b}) % 2" for b in bits)
         parts.append(label_replace(normalise(cfg, f"clamp_max({any_bit}, 1)"), "reason", reason, "", ""))
     return "\nor\n".join(parts)
 
 
-def _gpu_rules(cfg: Config) -> list[RecordingRule]:
-    leak_window = cfg.scaled(cfg.gpu.alerts.memory_leak.window)
-    long_window = cfg.scaled(cfg.gpu.alerts.predicted_oom.long_window)
-    rules = [
-        _scaled(cfg, FB_USED, "DCGM_FI_DEV_FB_USED", f"* {MIB}"),
-        _scaled(cfg, FB_FREE, "DCGM_FI_DEV_FB_FREE", f"* {MIB}"),
-        RecordingRule(FB_TOTAL, normalise(cfg, _fb_total(cfg))),
-        RecordingRule(FB_USED_RATIO, f"{FB_USED} / {FB_TOTAL}"),
-        RecordingRule(fb_used_deriv(cfg), f"deriv({FB_USED}[{leak_window}])"),
-        RecordingRule(fb_free_deriv(cfg), f"deriv({FB_FREE}[{long_window}])"),
-        RecordingRule(time_to_oom(cfg), f"{FB_FREE} / -({fb_free_deriv(cfg)} < 0)"),
-        _scaled(cfg, UTIL, "DCGM_FI_DEV_GPU_UTIL", "/ 100"),
-        _scaled(cfg, MEM_COPY, "DCGM_FI_DEV_MEM_COPY_UTIL", "/ 100"),
-        _scaled(cfg, POWER, "DCGM_FI_DEV_POWER_USAGE"),
-        _scaled(cfg, TEMP, "DCGM_FI_DEV_GPU_TEMP"),
-        _scaled(cfg, MEMORY_TEMP, "DCGM_FI_DEV_MEMORY_TEMP"),
-        _scaled(cfg, SM_CLOCK, "DCGM_FI_DEV_SM_CLOCK", f"* {MHZ}"),
-        _scaled(cfg, MEM_CLOCK, "DCGM_FI_DEV_MEM_CLOCK", f"* {MHZ}"),
-        _scaled(cfg, XID, "DCGM_FI_DEV_XID_ERRORS"),
-        RecordingRule(THROTTLE, _throttle(cfg)),
+def ecc_rate(cfg: Config, matchers: Sequence[str] = (), window: str = "") -> str:
+    """ECC errors per second per GPU, with ``kind`` = dbe, sbe or remapped_rows_uncorrectable, over
+    ``window`` (a dashboard's ``$__rate_interval``) or else the scaled ``intervals.rate``."""
+    w = window or cfg.scaled(cfg.intervals.rate)
+    parts = [
+        label_replace(promql.rate(metric, w, [*cfg.selectors.dcgm, *matchers]), "kind", kind, "", "")
+        for kind, metric in ECC_COUNTERS
     ]
-    w = cfg.scaled(cfg.intervals.rate)
-    for kind, metric in ECC_COUNTERS:
-        rules.append(RecordingRule(ecc_rate(cfg, kind), normalise(cfg, promql.rate(metric, w, cfg.selectors.dcgm))))
-    return rules
+    return normalise(cfg, "(\n" + "\nor\n".join(parts) + "\n)")
+
+
+# --- rules ------------------------------------------------------------------------------------
+
+
+def _node_rules(cfg: Config) -> list[RecordingRule]:
+    def by_node(op: str, expr: str) -> str:
+        return promql.agg(op, NODE, expr)
+
+    return [
+        RecordingRule(NODE_GPUS, by_node("count", per_gpu(cfg, FB_USED))),
+        RecordingRule(NODE_UTIL, by_node("avg", per_gpu(cfg, UTIL))),
+        RecordingRule(NODE_MEM_COPY, by_node("max", per_gpu(cfg, MEM_COPY))),
+        RecordingRule(NODE_FB_USED, by_node("sum", per_gpu(cfg, FB_USED))),
+        RecordingRule(NODE_FB_TOTAL, by_node("sum", fb_total(cfg))),
+        RecordingRule(NODE_POWER, by_node("sum", per_gpu(cfg, POWER))),
+        RecordingRule(NODE_TEMP, by_node("max", per_gpu(cfg, TEMP))),
+        RecordingRule(node_leak_trend(cfg), by_node("max", fb_used_trend(cfg))),
+        RecordingRule(node_time_to_oom(cfg), by_node("min", time_to_oom(cfg))),
+        RecordingRule(NODE_THROTTLED, promql.agg("count", (*NODE, "reason"), f"({throttle(cfg)}) == 1")),
+        RecordingRule(NODE_XID, by_node("count", f"{per_gpu(cfg, XID)} > 0")),
+        RecordingRule(node_ecc(cfg), promql.agg("sum", (*NODE, "kind"), ecc_rate(cfg))),
+    ]
 
 
 def _per_workload(op: str, expr: str) -> str:
@@ -196,20 +255,16 @@ def _workload_rules(cfg: Config) -> list[RecordingRule]:
         join.vllm_host_label,
         join.host_regex,
     )
-    uptime = f"(time() - {promql.series('process_start_time_seconds', cfg.selectors.vllm)})"
     return [
         RecordingRule(WORKLOAD_MAP, promql.agg("group", ("job", "instance", WORKLOAD_LABEL), keyed_up)),
         RecordingRule(workload_requests(cfg), _per_workload("sum", serving_rules.requests(cfg))),
         RecordingRule(WORKLOAD_KV_USAGE, _per_workload("max", serving_rules.KV_USAGE_ENGINE)),
-        RecordingRule(workload_preemptions(cfg), _per_workload("sum", serving_rules.preemptions(cfg))),
-        RecordingRule(WORKLOAD_WAITING, _per_workload("sum", conventions.gauge_sum("vllm:num_requests_waiting"))),
-        RecordingRule(WORKLOAD_UPTIME, _per_workload("min", uptime)),
     ]
 
 
 def groups(cfg: Config) -> list[RuleGroup]:
     interval = cfg.scaled(cfg.intervals.evaluation)
     return [
-        RuleGroup("infersight-gpu.rules", interval, tuple(_gpu_rules(cfg))),
+        RuleGroup("infersight-gpu.rules", interval, tuple(_node_rules(cfg))),
         RuleGroup("infersight-gpu-workload.rules", interval, tuple(_workload_rules(cfg))),
     ]

@@ -8,6 +8,8 @@ twice. Names carry nominal windows (``rate5m``) even in a time-scaled profile.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from infersight import conventions, promql
 from infersight.config import Config
 from infersight.conventions import ENGINE, INSTANCE, MODEL, QUANTILES
@@ -34,32 +36,43 @@ def usage_quantile(qv: float) -> str:
 
 
 USAGE_MAX = conventions.record_name("model", "vllm:kv_cache_usage", "max")
-WAITING_BY_REASON = conventions.record_name("instance", "vllm:num_requests_waiting_by_reason", "sum")
+# Per model and reason: a per-instance split by reason would double the instance's series.
+WAITING_BY_REASON = conventions.record_name("model", "vllm:num_requests_waiting_by_reason", "sum")
 
 
+# Per-engine views are PromQL over the raw series, not recordings: one series per engine either
+# way, so a recording would add a series per engine and save no reads (docs/scale.md).
 def usage_avg(cfg: Config) -> str:
-    return conventions.record_name("engine", "vllm:kv_cache_usage", f"avg{cfg.intervals.rate}")
+    """KV usage averaged over ``intervals.rate``, per engine."""
+    return _usage_over_time(cfg, "avg_over_time", cfg.intervals.rate)
 
 
-def usage_stddev(cfg: Config) -> str:
-    return conventions.record_name("engine", "vllm:kv_cache_usage", f"stddev{cfg.kv_cache.alerts.thrash.window}")
+def usage_stddev(cfg: Config, matchers: Sequence[str] = ()) -> str:
+    """KV usage's standard deviation over the thrash window, per engine."""
+    return _usage_over_time(cfg, "stddev_over_time", cfg.kv_cache.alerts.thrash.window, matchers)
 
 
-def engine_preemptions(cfg: Config) -> str:
-    return conventions.record_name("engine", "vllm:num_preemptions", conventions.op_rate(cfg))
+def engine_preemptions(cfg: Config, matchers: Sequence[str] = (), window: str = "") -> str:
+    """Preemptions per second per engine, over ``window`` or else the scaled ``intervals.rate``."""
+    w = window or cfg.scaled(cfg.intervals.rate)
+    return promql.sum_by(ENGINE, promql.rate("vllm:num_preemptions_total", w, [*cfg.selectors.vllm, *matchers]))
 
 
 def preemptions_per_request(cfg: Config) -> str:
     return conventions.record_name("instance", "vllm:request_num_preemptions", "mean_" + conventions.op_rate(cfg))
 
 
-def queue_growth(cfg: Config) -> str:
-    return conventions.record_name("engine", "vllm:num_requests_waiting", f"deriv{cfg.intervals.rate}")
+def queue_growth(cfg: Config, matchers: Sequence[str] = ()) -> str:
+    """Slope of the waiting queue over ``intervals.rate``, requests per second, per engine."""
+    w = cfg.scaled(cfg.intervals.rate)
+    return promql.sum_by(
+        ENGINE, promql.range_fn("deriv", "vllm:num_requests_waiting", w, [*cfg.selectors.vllm, *matchers])
+    )
 
 
-def prefix_rate(cfg: Config, kind: str) -> str:
-    """kind: queries or hits (tokens per second looked up / found in the prefix cache)."""
-    return conventions.record_name("instance", f"vllm:prefix_cache_{kind}", conventions.op_rate(cfg))
+def prefix_queries(cfg: Config) -> str:
+    """Prompt tokens per second looked up in the prefix cache."""
+    return conventions.record_name("instance", "vllm:prefix_cache_queries", conventions.op_rate(cfg))
 
 
 def prefix_hit_ratio(window: Duration, level: str = "instance") -> str:
@@ -71,11 +84,13 @@ def batch_mean(cfg: Config) -> str:
 
 
 def rejections(cfg: Config) -> str:
-    return conventions.record_name("instance", "vllm:admission_rejections", conventions.op_rate(cfg))
+    """Per model and reason (rejected before reaching an engine)."""
+    return conventions.record_name("model", "vllm:admission_rejections", conventions.op_rate(cfg))
 
 
-def _usage_over_time(cfg: Config, fn: str, window: Duration) -> str:
-    return promql.agg("max", ENGINE, promql.range_fn(fn, KV_USAGE, cfg.scaled(window), cfg.selectors.vllm))
+def _usage_over_time(cfg: Config, fn: str, window: Duration, matchers: Sequence[str] = ()) -> str:
+    sel = [*cfg.selectors.vllm, *matchers]
+    return promql.agg("max", ENGINE, promql.range_fn(fn, KV_USAGE, cfg.scaled(window), sel))
 
 
 def _usage_rules(cfg: Config) -> list[RecordingRule]:
@@ -85,9 +100,6 @@ def _usage_rules(cfg: Config) -> list[RecordingRule]:
     ]
     rules += [
         RecordingRule(USAGE_MAX, promql.agg("max", MODEL, serving_rules.KV_USAGE_ENGINE)),
-        # Averaged over the window so the dip right after a preemption does not reset a saturation alert.
-        RecordingRule(usage_avg(cfg), _usage_over_time(cfg, "avg_over_time", cfg.intervals.rate)),
-        RecordingRule(usage_stddev(cfg), _usage_over_time(cfg, "stddev_over_time", cfg.kv_cache.alerts.thrash.window)),
     ]
     return rules
 
@@ -97,9 +109,6 @@ def _scheduler_rules(cfg: Config) -> list[RecordingRule]:
     w = cfg.scaled(cfg.intervals.rate)
     per_request = "vllm:request_num_preemptions"
     return [
-        RecordingRule(
-            engine_preemptions(cfg), promql.sum_by(ENGINE, promql.rate("vllm:num_preemptions_total", w, sel))
-        ),
         # Both counted when a request finishes, so the ratio is preemptions per finished request.
         RecordingRule(
             preemptions_per_request(cfg),
@@ -109,11 +118,8 @@ def _scheduler_rules(cfg: Config) -> list[RecordingRule]:
             ),
         ),
         RecordingRule(
-            queue_growth(cfg), promql.sum_by(ENGINE, promql.range_fn("deriv", "vllm:num_requests_waiting", w, sel))
-        ),
-        RecordingRule(
             WAITING_BY_REASON,
-            promql.sum_by((*INSTANCE, "reason"), promql.series("vllm:num_requests_waiting_by_reason", sel)),
+            promql.sum_by((*MODEL, "reason"), promql.series("vllm:num_requests_waiting_by_reason", sel)),
         ),
         RecordingRule(
             batch_mean(cfg),
@@ -125,7 +131,7 @@ def _scheduler_rules(cfg: Config) -> list[RecordingRule]:
         # Rejected before reaching an engine: the series carry model_name and reason, no engine.
         RecordingRule(
             rejections(cfg),
-            promql.sum_by((*INSTANCE, "reason"), promql.rate("vllm:admission_rejections_total", w, sel)),
+            promql.sum_by((*MODEL, "reason"), promql.rate("vllm:admission_rejections_total", w, sel)),
         ),
     ]
 
@@ -134,12 +140,13 @@ def _prefix_rules(cfg: Config) -> list[RecordingRule]:
     """Hit ratio = rate of hit tokens / rate of queried tokens; never a ratio of the
     cumulative counters, which would average over the whole process lifetime."""
     sel = cfg.selectors.vllm
-    hits, queries = prefix_rate(cfg, "hits"), prefix_rate(cfg, "queries")
+    queries = prefix_queries(cfg)
     w = cfg.scaled(cfg.intervals.rate)
+    hits = promql.rate("vllm:prefix_cache_hits_total", w, sel)
     rules = [
         RecordingRule(queries, promql.sum_by(INSTANCE, promql.rate("vllm:prefix_cache_queries_total", w, sel))),
-        RecordingRule(hits, promql.sum_by(INSTANCE, promql.rate("vllm:prefix_cache_hits_total", w, sel))),
-        RecordingRule(prefix_hit_ratio(cfg.intervals.rate), promql.ratio(hits, queries)),
+        # Hits are not recorded apart: queries x ratio gives them back.
+        RecordingRule(prefix_hit_ratio(cfg.intervals.rate), promql.ratio(promql.sum_by(INSTANCE, hits), queries)),
         RecordingRule(
             prefix_hit_ratio(cfg.intervals.rate, "model"),
             promql.ratio(promql.sum_by(MODEL, hits), promql.sum_by(MODEL, queries)),
@@ -173,8 +180,12 @@ def groups(cfg: Config) -> list[RuleGroup]:
     rules = [*_usage_rules(cfg), *_scheduler_rules(cfg), *_prefix_rules(cfg)]
     out = conventions.split_groups("infersight-kv-cache", interval, rules)
     out += conventions.split_groups(
-        "infersight-kv-cache-batch", interval, quantile_rules(cfg, BATCH_TOKENS, BATCH_QUANTILES)
+        "infersight-kv-cache-batch", interval, quantile_rules(cfg, BATCH_TOKENS, BATCH_QUANTILES, (0.95,))
     )
     for metric, _ in PHASE_HISTOGRAMS:
-        out += conventions.split_groups(_phase_group_name(metric), interval, quantile_rules(cfg, metric, QUANTILES))
+        # The queue-build-up alert reads each instance's queue-time p95.
+        per_instance = (0.95,) if metric == QUEUE_TIME else ()
+        out += conventions.split_groups(
+            _phase_group_name(metric), interval, quantile_rules(cfg, metric, QUANTILES, per_instance)
+        )
     return out

@@ -34,8 +34,13 @@ LATENCY_HISTOGRAMS = (
 )
 
 
+# The per-instance quantiles a panel or alert reads; the rest are recorded per model only.
+INSTANCE_QUANTILES: dict[str, tuple[float, ...]] = {"vllm:time_to_first_token_seconds": (0.99,)}
+
+
 def requests_by_reason(cfg: Config) -> str:
-    return record_name("instance", "vllm:request_success", op_rate(cfg))
+    """Per model and finished_reason: five reasons per engine are too many series per instance."""
+    return record_name("model", "vllm:request_success", op_rate(cfg))
 
 
 def requests(cfg: Config, level: str = "instance") -> str:
@@ -215,17 +220,16 @@ def _golden_rules(cfg: Config) -> list[RecordingRule | Alert]:
     sel = cfg.selectors.vllm
     w = cfg.scaled(cfg.intervals.rate)
     bad = bad_reasons(cfg)
+    success = promql.rate("vllm:request_success_total", w, sel)
     rules: list[RecordingRule | Alert] = [
-        RecordingRule(
-            requests_by_reason(cfg),
-            promql.sum_by((*INSTANCE, "finished_reason"), promql.rate("vllm:request_success_total", w, sel)),
-        ),
-        RecordingRule(requests(cfg), promql.sum_by(INSTANCE, promql.recorded(requests_by_reason(cfg)))),
+        RecordingRule(requests_by_reason(cfg), promql.sum_by((*MODEL, "finished_reason"), success)),
+        RecordingRule(requests(cfg), promql.sum_by(INSTANCE, success)),
         RecordingRule(requests(cfg, "model"), promql.sum_by(MODEL, promql.recorded(requests(cfg)))),
         RecordingRule(
             error_ratio(cfg),
             promql.ratio(
-                promql.sum_by(INSTANCE, promql.recorded(requests_by_reason(cfg), [bad])), promql.recorded(requests(cfg))
+                promql.sum_by(INSTANCE, promql.rate("vllm:request_success_total", w, [*sel, bad])),
+                promql.recorded(requests(cfg)),
             ),
         ),
         RecordingRule(
@@ -268,7 +272,10 @@ def groups(cfg: Config) -> list[RuleGroup]:
     interval = cfg.scaled(cfg.intervals.evaluation)
     out = split_groups("infersight-serving", interval, _golden_rules(cfg))
     for metric, short in LATENCY_HISTOGRAMS:
-        out += split_groups(f"infersight-serving-{short.lower()}", interval, quantile_rules(cfg, metric, QUANTILES))
+        instance_quantiles = INSTANCE_QUANTILES.get(metric, ())
+        out += split_groups(
+            f"infersight-serving-{short.lower()}", interval, quantile_rules(cfg, metric, QUANTILES, instance_quantiles)
+        )
     for spec in slo_specs(cfg):
         out += split_groups(f"infersight-serving-slo-{spec.name}", interval, _slo_rules(cfg, spec))
     return out

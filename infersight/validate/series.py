@@ -53,6 +53,12 @@ def panels(cfg: Config, instance: str | None) -> list[Panel]:
     def total(name: str, op: str = "sum") -> str:
         return promql.agg(op, (), promql.recorded(name, match))
 
+    def target_p95(metric: str) -> str:
+        """The target's own p95 from its raw buckets: the bundle records latency quantiles per model
+        (fleet scale, docs/scale.md), and a scenario's plot is about its one target."""
+        buckets = promql.rate(metric, cfg.scaled(cfg.intervals.rate), [*cfg.selectors.vllm, *match], "_bucket")
+        return promql.quantile_from_buckets(0.95, (), buckets)
+
     ttft, itl = serving_rules.LATENCY_HISTOGRAMS[0][0], serving_rules.LATENCY_HISTOGRAMS[1][0]
     return [
         Panel("Load", "requests/s", (Line("requests/s", total(serving_rules.requests(cfg))),)),
@@ -68,8 +74,8 @@ def panels(cfg: Config, instance: str | None) -> list[Panel]:
             "Latency p95",
             "seconds",
             (
-                Line("TTFT p95", total(conventions.quantile(cfg, ttft, "instance", 0.95), "max")),
-                Line("ITL p95", total(conventions.quantile(cfg, itl, "instance", 0.95), "max")),
+                Line("TTFT p95", target_p95(ttft)),
+                Line("ITL p95", target_p95(itl)),
             ),
             log_scale=True,
         ),
@@ -78,7 +84,7 @@ def panels(cfg: Config, instance: str | None) -> list[Panel]:
         Panel(
             "GPU memory (fake GPU)",
             "GiB",
-            (Line("used framebuffer", f"max({promql.recorded(gpu_rules.FB_USED)}) / {gpu_rules.MIB * 1024}"),),
+            (Line("used framebuffer", f"max({gpu_rules.per_gpu(cfg, gpu_rules.FB_USED)}) / {gpu_rules.MIB * 1024}"),),
             optional=True,
         ),
         Panel(

@@ -26,6 +26,7 @@ from infersight.alerts import gpu as gpu_alerts
 from infersight.config import parse_config
 from infersight.exporters.gpu import exporter as gpu_exporter
 from infersight.lint import dashboard_queries, substitute
+from infersight.recording_rules import gpu as gpu_rules
 from infersight.stack.observed import validation_profile
 from infersight.stack.ports import free_port
 from infersight.stack.process import ManagedProcess
@@ -128,7 +129,8 @@ def test_every_gpu_dashboard_query_answers_on_a_real_gpu(stack: GpuStack) -> Non
 
 
 def test_the_leak_shows_in_the_trend_rule_at_the_leaked_rate(stack: GpuStack) -> None:
-    expr = f'gpu:dcgm_fb_used_bytes:deriv10m{{UUID="{stack.leak.uuid}"}}'
+    uuid = [f'UUID="{stack.leak.uuid}"']
+    expr = gpu_rules.fb_used_trend(CFG, uuid)  # the expression the leak alert and the drill-down read
     leaked = STEP_MIB * 2**20 / STEP_EVERY_S  # bytes per second
 
     def near_the_leak() -> bool:
@@ -138,7 +140,7 @@ def test_the_leak_shows_in_the_trend_rule_at_the_leaked_rate(stack: GpuStack) ->
     stack.prometheus.wait_until(near_the_leak, 60, f"{expr} near {leaked / 2**20:.0f} MiB/s")
     (series,) = stack.prometheus.query(expr)
     assert series["metric"]["Hostname"] == HOSTNAME and series["metric"]["infersight_workload"] == f"host/{HOSTNAME}"
-    (oom,) = stack.prometheus.query(f'gpu:dcgm_fb_time_to_oom_seconds:deriv1h{{UUID="{stack.leak.uuid}"}}')
+    (oom,) = stack.prometheus.query(gpu_rules.time_to_oom(CFG, uuid))
     assert 0 < float(oom["value"][1]) < float("inf")
 
 

@@ -4,6 +4,7 @@ time scaling."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ import yaml
 
 from infersight import bundle, bundle_files, catalog
 from infersight.config import Config, ConfigError, parse_config
-from infersight.lint import dashboard_queries, metric_names, substitute
+from infersight.lint import metric_names, substitute
 from infersight.stack.observed import validation_profile
 from tests.grafana_schema import schema_problems
 
@@ -63,14 +64,38 @@ def test_rule_files_pass_promtool_check(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_memory_is_recorded_in_bytes_from_mib() -> None:
+def test_memory_is_read_in_bytes_from_mib() -> None:
     rules = {r["record"]: r["expr"] for r in _rules(FILES, "recording_rules/gpu.yaml")}
-    assert 'DCGM_FI_DEV_FB_USED{job="dcgm-exporter"} * 1048576' in rules["gpu:dcgm_fb_used:bytes"]
-    assert rules["gpu:dcgm_fb_used_bytes:deriv10m"] == "deriv(gpu:dcgm_fb_used:bytes[10m])"
+    assert 'DCGM_FI_DEV_FB_USED{job="dcgm-exporter"} * 1048576' in rules["node:dcgm_fb_used:sum_bytes"]
+    assert (
+        'deriv(DCGM_FI_DEV_FB_USED{job="dcgm-exporter"}[10m]) * 1048576'
+        in rules["node:dcgm_fb_used_bytes:max_deriv10m"]
+    )
+    leak = next(r for r in _rules(FILES, "alerts/gpu.yaml") if r["alert"] == "InfersightGPUMemoryLeak")
+    assert 'deriv(DCGM_FI_DEV_FB_USED{job="dcgm-exporter"}[10m]) * 1048576' in leak["expr"]
+
+
+def test_nothing_is_recorded_per_gpu() -> None:
+    """Fleet scale: a per-GPU copy of every field would add as many series as the GPUs expose
+    (docs/scale.md). Recordings are per node (Hostname) or per vLLM workload."""
+    levels = {r["record"].split(":")[0] for r in _rules(FILES, "recording_rules/gpu.yaml")}
+    assert levels == {"node", "workload", "instance"}
+    rules = _rules(FILES, "recording_rules/gpu.yaml")
+    for r in rules:
+        if r["record"].startswith("node:"):
+            assert r["expr"].startswith(
+                (
+                    "sum by (job, Hostname",
+                    "avg by (job, Hostname",
+                    "max by (job, Hostname",
+                    "min by (job, Hostname",
+                    "count by (job, Hostname",
+                )
+            ), r["record"]
 
 
 def test_renamed_dcgm_fields_are_read_under_both_names() -> None:
-    text = "\n".join(r["expr"] for r in _rules(FILES, "recording_rules/gpu.yaml"))
+    text = "\n".join(r["expr"] for r in _rules(FILES, "recording_rules/gpu.yaml") + _rules(FILES, "alerts/gpu.yaml"))
     for old, new in [
         ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_UTIL_RATIO"),
         ("DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_BOARD_POWER_WATTS"),
@@ -86,11 +111,17 @@ def test_dashboard_validates_and_has_the_promised_panels() -> None:
     assert schema_problems(BOARD) == []
     assert BOARD["uid"] == "infersight-gpu"
     variables = [v["name"] for v in BOARD["templating"]["list"]]
-    assert variables == ["datasource", "job", "Hostname", "gpu"]
-    chained = {v["name"]: v["definition"] for v in BOARD["templating"]["list"] if v["type"] == "query"}
-    assert chained["gpu"] == 'label_values(gpu:dcgm_fb_used:bytes{job=~"$job", Hostname=~"$Hostname"}, gpu)'
+    assert variables == ["datasource", "job", "Hostname"]
+    chained = {v["name"]: v for v in BOARD["templating"]["list"] if v["type"] == "query"}
+    assert chained["Hostname"]["definition"] == 'label_values(node:dcgm_gpus:count{job=~"$job"}, Hostname)'
+    # One node at a time: no All, no multi (a per-GPU panel across a fleet is neither readable nor cheap).
+    assert not chained["Hostname"]["includeAll"] and not chained["Hostname"]["multi"]
+    assert chained["job"]["includeAll"] and chained["job"]["multi"]
     titles = {p["title"] for p in BOARD["panels"]}
     for title in (
+        "Utilization per node",
+        "Steepest framebuffer growth per node",
+        "Soonest OOM per node",
         "GPU utilization",
         "Memory-copy utilization",
         "Framebuffer used and total",
@@ -108,12 +139,37 @@ def test_dashboard_validates_and_has_the_promised_panels() -> None:
     assert "infersight_gpu_process_memory_bytes" in process["targets"][0]["expr"]
 
 
-def test_dashboard_reads_recording_rules_except_per_process_memory() -> None:
+def test_fleet_rows_read_node_recordings_and_the_drill_down_one_node() -> None:
+    """Panels in the fleet rows read only recordings; every raw dcgm-exporter selector (the
+    drill-down) is narrowed to the selected node in the selector itself, under each host label."""
     recorded = bundle.build(Config()).recorded_names()
-    raw = set()
-    for _, expr in dashboard_queries(BOARD):
-        raw |= {n for n in metric_names(substitute(expr)) if n not in recorded}
-    assert raw == {"infersight_gpu_process_memory_bytes"}
+    rows = _panels_by_row(BOARD)
+    for row in ("Fleet", "Nodes"):
+        for panel in rows[row]:
+            for target in panel["targets"]:
+                names = metric_names(substitute(target["expr"]))
+                assert names <= recorded, (panel["title"], names - recorded)
+    for row, panels in rows.items():
+        if not row.startswith("Node $Hostname"):
+            continue
+        for panel in panels:
+            for target in panel["targets"]:
+                expr = target["expr"]
+                for selector in re.findall(r"DCGM_FI_\w+\{[^}]*\}", expr):
+                    assert re.search(r'[Hh]ostname=~"\$Hostname"', selector), (panel["title"], selector)
+                assert 'hostname=~"$Hostname"' in expr or "DCGM_FI" not in expr, panel["title"]
+
+
+def _panels_by_row(board: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    rows: dict[str, list[dict[str, Any]]] = {}
+    current = ""
+    for panel in board["panels"]:
+        if panel["type"] == "row":
+            current = panel["title"]
+            rows[current] = []
+        else:
+            rows[current].append(panel)
+    return rows
 
 
 def test_build_is_deterministic_and_scales_with_time() -> None:
@@ -122,7 +178,10 @@ def test_build_is_deterministic_and_scales_with_time() -> None:
     leak = next(r for r in _rules(scaled, "alerts/gpu.yaml") if r["alert"] == "InfersightGPUMemoryLeak")
     assert leak["for"] == "30s"
     assert "offset 10s" in leak["expr"]
-    assert "gpu:dcgm_fb_used_bytes:deriv10m * 10 / 1048576 > 150" in leak["expr"]  # name keeps the nominal window
+    assert 'deriv(DCGM_FI_DEV_FB_USED{job="dcgm-exporter"}[10s])' in leak["expr"]
+    assert "* 10 / 1048576 > 150" in leak["expr"]
+    recorded = {r["record"] for r in _rules(scaled, "recording_rules/gpu.yaml")}
+    assert "node:dcgm_fb_used_bytes:max_deriv10m" in recorded  # the name keeps the nominal window
 
 
 def test_disabled_alerts_are_left_out() -> None:

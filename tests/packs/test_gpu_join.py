@@ -11,12 +11,15 @@ import pytest
 import yaml
 
 from infersight.config import Config, ConfigError, parse_config
+from infersight.recording_rules import gpu as gpu_rules
 from tests.promtool_runner import promtool_test
 
 _GPU = 'job="dcgm-exporter", gpu="0", UUID="{uuid}", device="nvidia0", modelName="NVIDIA H100 80GB HBM3"'
 
 
-def _join_test(gpus: dict[str, str], targets: list[str], expected: dict[str, tuple[str, str]]) -> dict[str, Any]:
+def _join_test(
+    gpus: dict[str, str], targets: list[str], expected: dict[str, tuple[str, str]], cfg: Config
+) -> dict[str, Any]:
     """A promtool test. ``gpus``: UUID -> extra labels of its FB_USED series; ``targets``: label
     sets of vLLM targets, the i-th with KV usage 0.(i+1); ``expected``: UUID -> (join key, target
     it must join). Each expected GPU finds its target's KV usage, and no other GPU finds any."""
@@ -28,8 +31,9 @@ def _join_test(gpus: dict[str, str], targets: list[str], expected: dict[str, tup
         series.append({"series": f"up{{{target}}}", "values": "1x5"})
         engine = f'{target}, model_name="m{i}", engine="0"'
         series.append({"series": f"vllm:kv_cache_usage_perc{{{engine}}}", "values": f"0.{i + 1}x5"})
+    # The per-GPU expression every GPU alert and the drill-down read (nothing is recorded per GPU).
     kv_of_gpu = (
-        "group by (UUID, infersight_workload) (gpu:dcgm_fb_used:bytes)\n"
+        f"group by (UUID, infersight_workload) ({gpu_rules.per_gpu(cfg, gpu_rules.FB_USED)})\n"
         "* on (infersight_workload) group_left ()\nworkload:vllm_kv_cache_usage:max"
     )
     samples = [
@@ -74,7 +78,7 @@ def test_default_join_covers_both_host_spellings_and_kubernetes_pods(tmp_path: P
         "GPU-main": ("host/gpu-node-2", HOST_2),
         "GPU-pod": ("pod/llm/vllm-0", POD),
     }
-    _run(tmp_path, _join_test(gpus, [HOST_1, HOST_2, POD], expected), Config())
+    _run(tmp_path, _join_test(gpus, [HOST_1, HOST_2, POD], expected, Config()), Config())
 
 
 def test_join_mapping_is_configurable(tmp_path: Path) -> None:
@@ -104,14 +108,14 @@ def test_join_mapping_is_configurable(tmp_path: Path) -> None:
         'job="vllm", instance="10.42.1.17:8000", host="ignored", namespace="llm", pod="vllm-0"',
     ]
     expected = {"GPU-a": ("host/gpu-node-1", targets[0]), "GPU-b": ("pod/llm/vllm-0", targets[1])}
-    _run(tmp_path, _join_test(gpus, targets, expected), cfg)
+    _run(tmp_path, _join_test(gpus, targets, expected, cfg), cfg)
 
 
 def test_the_join_test_can_fail(tmp_path: Path) -> None:
     # Same GPUs under the default mapping: exported_* and node are not read, nothing joins.
     gpus = {"GPU-b": 'node="gpu-node-2", exported_namespace="llm", exported_pod="vllm-0"'}
     targets = ['job="vllm", instance="10.42.1.17:8000", namespace="llm", pod="vllm-0"']
-    test = _join_test(gpus, targets, {"GPU-b": ("pod/llm/vllm-0", targets[0])})
+    test = _join_test(gpus, targets, {"GPU-b": ("pod/llm/vllm-0", targets[0])}, Config())
     test_file = tmp_path / "join.test.yaml"
     test_file.write_text(yaml.safe_dump(test, sort_keys=False))
     result = promtool_test(test_file, tmp_path / "bundle", Config())

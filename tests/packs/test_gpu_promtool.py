@@ -64,7 +64,7 @@ def test_the_unit_tests_catch_a_changed_rule(tmp_path: Path, broken_case: str, o
 def test_the_unit_tests_catch_a_join_that_misses_a_host_spelling(tmp_path: Path) -> None:
     # Only the released exporter's label: GPUs from dcgm-exporter's main branch lose Hostname and their key.
     cfg = parse_config({"gpu": {"join": {"gpu_host_labels": ["Hostname"]}}})
-    result = promtool_test(_only("every GPU gets Hostname and a join key", tmp_path), tmp_path / "bundle", cfg)
+    result = promtool_test(_only("every GPU gets Hostname and engines a join key", tmp_path), tmp_path / "bundle", cfg)
     output = result.stdout + result.stderr
     assert result.returncode != 0
-    assert "group by (UUID, Hostname, infersight_workload) (gpu:dcgm_fb_used:bytes)" in output
+    assert 'expr: "node:dcgm_gpus:count"' in output

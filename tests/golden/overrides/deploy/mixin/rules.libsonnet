@@ -84,80 +84,52 @@ local f = import 'lib/format.libsonnet';
         "interval": f.duration($._config["intervals.evaluation"]),
         "rules": [
           {
-            "record": "gpu:dcgm_fb_used:bytes",
-            "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(DCGM_FI_DEV_FB_USED{" + f.matchers($._config["selectors.dcgm"]) + "} * 1048576, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")",
+            "record": "node:dcgm_gpus:count",
+            "expr": "count by (job, Hostname) (label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(DCGM_FI_DEV_FB_USED{" + f.matchers($._config["selectors.dcgm"]) + "} * 1048576, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))",
           },
           {
-            "record": "gpu:dcgm_fb_free:bytes",
-            "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(DCGM_FI_DEV_FB_FREE{" + f.matchers($._config["selectors.dcgm"]) + "} * 1048576, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")",
+            "record": "node:dcgm_gpu_util:avg_ratio",
+            "expr": "avg by (job, Hostname) (label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((DCGM_FI_DEV_GPU_UTIL{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_GPU_UTIL_RATIO{" + f.matchers($._config["selectors.dcgm"]) + "}) / 100, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))",
           },
           {
-            "record": "gpu:dcgm_fb_total:bytes",
-            "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((DCGM_FI_DEV_FB_TOTAL{" + f.matchers($._config["selectors.dcgm"]) + "}\nor\nDCGM_FI_DEV_FB_USED{" + f.matchers($._config["selectors.dcgm"]) + "} + DCGM_FI_DEV_FB_FREE{" + f.matchers($._config["selectors.dcgm"]) + "} + DCGM_FI_DEV_FB_RESERVED{" + f.matchers($._config["selectors.dcgm"]) + "}\nor\nDCGM_FI_DEV_FB_USED{" + f.matchers($._config["selectors.dcgm"]) + "} + DCGM_FI_DEV_FB_FREE{" + f.matchers($._config["selectors.dcgm"]) + "}) * 1048576, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")",
+            "record": "node:dcgm_mem_copy_util:max_ratio",
+            "expr": "max by (job, Hostname) (label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(DCGM_FI_DEV_MEM_COPY_UTIL{" + f.matchers($._config["selectors.dcgm"]) + "} / 100, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))",
           },
           {
-            "record": "gpu:dcgm_fb_used:ratio",
-            "expr": "gpu:dcgm_fb_used:bytes / gpu:dcgm_fb_total:bytes",
+            "record": "node:dcgm_fb_used:sum_bytes",
+            "expr": "sum by (job, Hostname) (label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(DCGM_FI_DEV_FB_USED{" + f.matchers($._config["selectors.dcgm"]) + "} * 1048576, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))",
           },
           {
-            "record": "gpu:dcgm_fb_used_bytes:deriv10m",
-            "expr": "deriv(gpu:dcgm_fb_used:bytes[10m])",
+            "record": "node:dcgm_fb_total:sum_bytes",
+            "expr": "sum by (job, Hostname) (label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((DCGM_FI_DEV_FB_TOTAL{" + f.matchers($._config["selectors.dcgm"]) + "}\nor\nDCGM_FI_DEV_FB_USED{" + f.matchers($._config["selectors.dcgm"]) + "} + DCGM_FI_DEV_FB_FREE{" + f.matchers($._config["selectors.dcgm"]) + "} + DCGM_FI_DEV_FB_RESERVED{" + f.matchers($._config["selectors.dcgm"]) + "}\nor\nDCGM_FI_DEV_FB_USED{" + f.matchers($._config["selectors.dcgm"]) + "} + DCGM_FI_DEV_FB_FREE{" + f.matchers($._config["selectors.dcgm"]) + "}) * 1048576, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))",
           },
           {
-            "record": "gpu:dcgm_fb_free_bytes:deriv" + f.duration($._config["gpu.alerts.predicted_oom.long_window"]),
-            "expr": "deriv(gpu:dcgm_fb_free:bytes[" + f.duration($._config["gpu.alerts.predicted_oom.long_window"]) + "])",
+            "record": "node:dcgm_power_usage:sum_watts",
+            "expr": "sum by (job, Hostname) (label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((DCGM_FI_DEV_POWER_USAGE{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_BOARD_POWER_WATTS{" + f.matchers($._config["selectors.dcgm"]) + "}), \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))",
           },
           {
-            "record": "gpu:dcgm_fb_time_to_oom_seconds:deriv" + f.duration($._config["gpu.alerts.predicted_oom.long_window"]),
-            "expr": "gpu:dcgm_fb_free:bytes / -(gpu:dcgm_fb_free_bytes:deriv" + f.duration($._config["gpu.alerts.predicted_oom.long_window"]) + " < 0)",
+            "record": "node:dcgm_gpu_temp:max_celsius",
+            "expr": "max by (job, Hostname) (label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((DCGM_FI_DEV_GPU_TEMP{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_GPU_TEMP_CELSIUS{" + f.matchers($._config["selectors.dcgm"]) + "}), \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))",
           },
           {
-            "record": "gpu:dcgm_gpu_util:ratio",
-            "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((DCGM_FI_DEV_GPU_UTIL{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_GPU_UTIL_RATIO{" + f.matchers($._config["selectors.dcgm"]) + "}) / 100, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")",
+            "record": "node:dcgm_fb_used_bytes:max_deriv10m",
+            "expr": "max by (job, Hostname) (label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(deriv(DCGM_FI_DEV_FB_USED{" + f.matchers($._config["selectors.dcgm"]) + "}[10m]) * 1048576, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))",
           },
           {
-            "record": "gpu:dcgm_mem_copy_util:ratio",
-            "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(DCGM_FI_DEV_MEM_COPY_UTIL{" + f.matchers($._config["selectors.dcgm"]) + "} / 100, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")",
+            "record": "node:dcgm_fb_time_to_oom_seconds:min_deriv" + f.duration($._config["gpu.alerts.predicted_oom.long_window"]),
+            "expr": "min by (job, Hostname) (label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(DCGM_FI_DEV_FB_FREE{" + f.matchers($._config["selectors.dcgm"]) + "} * 1048576, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")\n/\n-(\nlabel_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(deriv(DCGM_FI_DEV_FB_FREE{" + f.matchers($._config["selectors.dcgm"]) + "}[" + f.duration($._config["gpu.alerts.predicted_oom.long_window"]) + "]) * 1048576, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")\n< 0))",
           },
           {
-            "record": "gpu:dcgm_power_usage:watts",
-            "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((DCGM_FI_DEV_POWER_USAGE{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_BOARD_POWER_WATTS{" + f.matchers($._config["selectors.dcgm"]) + "}), \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")",
+            "record": "node:dcgm_clock_throttle:count",
+            "expr": "count by (job, Hostname, reason) ((label_replace(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(clamp_max(floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) / 8) % 2 + floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) / 32) % 2 + floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) / 64) % 2, 1), \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"reason\", \"thermal\", \"\", \"\")\nor\nlabel_replace(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(clamp_max(floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) / 4) % 2 + floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) / 128) % 2, 1), \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"reason\", \"power\", \"\", \"\")) == 1)",
           },
           {
-            "record": "gpu:dcgm_gpu_temp:celsius",
-            "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((DCGM_FI_DEV_GPU_TEMP{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_GPU_TEMP_CELSIUS{" + f.matchers($._config["selectors.dcgm"]) + "}), \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")",
+            "record": "node:dcgm_xid_errors:count",
+            "expr": "count by (job, Hostname) (label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((DCGM_FI_DEV_XID_ERRORS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_XID_ERROR{" + f.matchers($._config["selectors.dcgm"]) + "}), \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\") > 0)",
           },
           {
-            "record": "gpu:dcgm_memory_temp:celsius",
-            "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((DCGM_FI_DEV_MEMORY_TEMP{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_MEMORY_TEMP_CELSIUS{" + f.matchers($._config["selectors.dcgm"]) + "}), \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")",
-          },
-          {
-            "record": "gpu:dcgm_sm_clock:hertz",
-            "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(DCGM_FI_DEV_SM_CLOCK{" + f.matchers($._config["selectors.dcgm"]) + "} * 1000000, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")",
-          },
-          {
-            "record": "gpu:dcgm_mem_clock:hertz",
-            "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(DCGM_FI_DEV_MEM_CLOCK{" + f.matchers($._config["selectors.dcgm"]) + "} * 1000000, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")",
-          },
-          {
-            "record": "gpu:dcgm_xid_errors:last",
-            "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((DCGM_FI_DEV_XID_ERRORS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_XID_ERROR{" + f.matchers($._config["selectors.dcgm"]) + "}), \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")",
-          },
-          {
-            "record": "gpu:dcgm_clock_throttle:active",
-            "expr": "label_replace(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(clamp_max(floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) / 8) % 2 + floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) / 32) % 2 + floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) / 64) % 2, 1), \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"reason\", \"thermal\", \"\", \"\")\nor\nlabel_replace(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(clamp_max(floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) / 4) % 2 + floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) / 128) % 2, 1), \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"reason\", \"power\", \"\", \"\")",
-          },
-          {
-            "record": "gpu:dcgm_ecc_dbe:rate" + f.duration($._config["intervals.rate"]),
-            "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(rate(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{" + f.matchers($._config["selectors.dcgm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]), \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")",
-          },
-          {
-            "record": "gpu:dcgm_ecc_sbe:rate" + f.duration($._config["intervals.rate"]),
-            "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(rate(DCGM_FI_DEV_ECC_SBE_VOL_TOTAL{" + f.matchers($._config["selectors.dcgm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]), \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")",
-          },
-          {
-            "record": "gpu:dcgm_ecc_remapped_rows_uncorrectable:rate" + f.duration($._config["intervals.rate"]),
-            "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((rate(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS{" + f.matchers($._config["selectors.dcgm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]) or rate(DCGM_FI_DEV_ROW_REMAP_UNCORRECTABLE_TOTAL{" + f.matchers($._config["selectors.dcgm"]) + "}[" + f.duration($._config["intervals.rate"]) + "])), \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")",
+            "record": "node:dcgm_ecc_errors:sum_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, Hostname, kind) (label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((\nlabel_replace(rate(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{" + f.matchers($._config["selectors.dcgm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]), \"kind\", \"dbe\", \"\", \"\")\nor\nlabel_replace(rate(DCGM_FI_DEV_ECC_SBE_VOL_TOTAL{" + f.matchers($._config["selectors.dcgm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]), \"kind\", \"sbe\", \"\", \"\")\nor\nlabel_replace((rate(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS{" + f.matchers($._config["selectors.dcgm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]) or rate(DCGM_FI_DEV_ROW_REMAP_UNCORRECTABLE_TOTAL{" + f.matchers($._config["selectors.dcgm"]) + "}[" + f.duration($._config["intervals.rate"]) + "])), \"kind\", \"remapped_rows_uncorrectable\", \"\", \"\")\n), \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))",
           },
         ],
       },
@@ -176,18 +148,6 @@ local f = import 'lib/format.libsonnet';
           {
             "record": "workload:vllm_kv_cache_usage:max",
             "expr": "max by (infersight_workload) (engine:vllm_kv_cache_usage:ratio\n* on (job, instance) group_left (infersight_workload)\ninstance:vllm_gpu_workload:group)",
-          },
-          {
-            "record": "workload:vllm_num_preemptions:rate" + f.duration($._config["intervals.rate"]),
-            "expr": "sum by (infersight_workload) (instance:vllm_num_preemptions:rate" + f.duration($._config["intervals.rate"]) + "\n* on (job, instance) group_left (infersight_workload)\ninstance:vllm_gpu_workload:group)",
-          },
-          {
-            "record": "workload:vllm_num_requests_waiting:sum",
-            "expr": "sum by (infersight_workload) (instance:vllm_num_requests_waiting:sum\n* on (job, instance) group_left (infersight_workload)\ninstance:vllm_gpu_workload:group)",
-          },
-          {
-            "record": "workload:vllm_process_uptime_seconds:min",
-            "expr": "min by (infersight_workload) ((time() - process_start_time_seconds{" + f.matchers($._config["selectors.vllm"]) + "})\n* on (job, instance) group_left (infersight_workload)\ninstance:vllm_gpu_workload:group)",
           },
         ],
       },
@@ -212,52 +172,32 @@ local f = import 'lib/format.libsonnet';
             "expr": "max by (job, model_name) (engine:vllm_kv_cache_usage:ratio)",
           },
           {
-            "record": "engine:vllm_kv_cache_usage:avg" + f.duration($._config["intervals.rate"]),
-            "expr": "max by (job, instance, model_name, engine) ((avg_over_time(vllm:kv_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]) or avg_over_time(vllm:gpu_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "])))",
-          },
-          {
-            "record": "engine:vllm_kv_cache_usage:stddev" + f.duration($._config["kv_cache.alerts.thrash.window"]),
-            "expr": "max by (job, instance, model_name, engine) ((stddev_over_time(vllm:kv_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["kv_cache.alerts.thrash.window"]) + "]) or stddev_over_time(vllm:gpu_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["kv_cache.alerts.thrash.window"]) + "])))",
-          },
-          {
-            "record": "engine:vllm_num_preemptions:rate" + f.duration($._config["intervals.rate"]),
-            "expr": "sum by (job, instance, model_name, engine) (rate(vllm:num_preemptions_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
-          },
-          {
             "record": "instance:vllm_request_num_preemptions:mean_rate" + f.duration($._config["intervals.rate"]),
             "expr": "(sum by (job, instance, model_name) (rate(vllm:request_num_preemptions_sum{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "])))\n/\n(sum by (job, instance, model_name) (rate(vllm:request_num_preemptions_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "])))",
           },
           {
-            "record": "engine:vllm_num_requests_waiting:deriv" + f.duration($._config["intervals.rate"]),
-            "expr": "sum by (job, instance, model_name, engine) (deriv(vllm:num_requests_waiting{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
-          },
-          {
-            "record": "instance:vllm_num_requests_waiting_by_reason:sum",
-            "expr": "sum by (job, instance, model_name, reason) (vllm:num_requests_waiting_by_reason{" + f.matchers($._config["selectors.vllm"]) + "})",
+            "record": "model:vllm_num_requests_waiting_by_reason:sum",
+            "expr": "sum by (job, model_name, reason) (vllm:num_requests_waiting_by_reason{" + f.matchers($._config["selectors.vllm"]) + "})",
           },
           {
             "record": "instance:vllm_iteration_tokens:mean_rate" + f.duration($._config["intervals.rate"]),
             "expr": "(sum by (job, instance, model_name) (rate(vllm:iteration_tokens_total_sum{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "])))\n/\n(sum by (job, instance, model_name) (rate(vllm:iteration_tokens_total_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "])))",
           },
           {
-            "record": "instance:vllm_admission_rejections:rate" + f.duration($._config["intervals.rate"]),
-            "expr": "sum by (job, instance, model_name, reason) (rate(vllm:admission_rejections_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+            "record": "model:vllm_admission_rejections:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, model_name, reason) (rate(vllm:admission_rejections_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
           },
           {
             "record": "instance:vllm_prefix_cache_queries:rate" + f.duration($._config["intervals.rate"]),
             "expr": "sum by (job, instance, model_name) ((rate(vllm:prefix_cache_queries_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]) or rate(vllm:gpu_prefix_cache_queries_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "])))",
           },
           {
-            "record": "instance:vllm_prefix_cache_hits:rate" + f.duration($._config["intervals.rate"]),
-            "expr": "sum by (job, instance, model_name) ((rate(vllm:prefix_cache_hits_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]) or rate(vllm:gpu_prefix_cache_hits_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "])))",
-          },
-          {
             "record": "instance:vllm_prefix_cache_hits:ratio_rate" + f.duration($._config["intervals.rate"]),
-            "expr": "(instance:vllm_prefix_cache_hits:rate" + f.duration($._config["intervals.rate"]) + ")\n/\n(instance:vllm_prefix_cache_queries:rate" + f.duration($._config["intervals.rate"]) + ")",
+            "expr": "(sum by (job, instance, model_name) ((rate(vllm:prefix_cache_hits_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]) or rate(vllm:gpu_prefix_cache_hits_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))))\n/\n(instance:vllm_prefix_cache_queries:rate" + f.duration($._config["intervals.rate"]) + ")",
           },
           {
             "record": "model:vllm_prefix_cache_hits:ratio_rate" + f.duration($._config["intervals.rate"]),
-            "expr": "(sum by (job, model_name) (instance:vllm_prefix_cache_hits:rate" + f.duration($._config["intervals.rate"]) + "))\n/\n(sum by (job, model_name) (instance:vllm_prefix_cache_queries:rate" + f.duration($._config["intervals.rate"]) + "))",
+            "expr": "(sum by (job, model_name) ((rate(vllm:prefix_cache_hits_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]) or rate(vllm:gpu_prefix_cache_hits_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))))\n/\n(sum by (job, model_name) (instance:vllm_prefix_cache_queries:rate" + f.duration($._config["intervals.rate"]) + "))",
           },
           {
             "record": "instance:vllm_prefix_cache_hits:ratio_rate" + f.duration($._config["kv_cache.alerts.prefix_collapse.baseline_window"]),
@@ -270,20 +210,8 @@ local f = import 'lib/format.libsonnet';
         "interval": f.duration($._config["intervals.evaluation"]),
         "rules": [
           {
-            "record": "instance:vllm_iteration_tokens_total_bucket:rate" + f.duration($._config["intervals.rate"]),
-            "expr": "sum by (job, instance, model_name, le) (rate(vllm:iteration_tokens_total_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
-          },
-          {
             "record": "model:vllm_iteration_tokens_total_bucket:rate" + f.duration($._config["intervals.rate"]),
-            "expr": "sum by (job, model_name, le) (instance:vllm_iteration_tokens_total_bucket:rate" + f.duration($._config["intervals.rate"]) + ")",
-          },
-          {
-            "record": "instance:vllm_iteration_tokens_total:p50_rate" + f.duration($._config["intervals.rate"]),
-            "expr": "histogram_quantile(0.5, sum by (le, job, instance, model_name) (instance:vllm_iteration_tokens_total_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
-          },
-          {
-            "record": "instance:vllm_iteration_tokens_total:p95_rate" + f.duration($._config["intervals.rate"]),
-            "expr": "histogram_quantile(0.95, sum by (le, job, instance, model_name) (instance:vllm_iteration_tokens_total_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
+            "expr": "sum by (job, model_name, le) (rate(vllm:iteration_tokens_total_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
           },
           {
             "record": "model:vllm_iteration_tokens_total:p50_rate" + f.duration($._config["intervals.rate"]),
@@ -293,6 +221,10 @@ local f = import 'lib/format.libsonnet';
             "record": "model:vllm_iteration_tokens_total:p95_rate" + f.duration($._config["intervals.rate"]),
             "expr": "histogram_quantile(0.95, sum by (le, job, model_name) (model:vllm_iteration_tokens_total_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
           },
+          {
+            "record": "instance:vllm_iteration_tokens_total:p95_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "histogram_quantile(0.95, sum by (le, job, instance, model_name) (rate(vllm:iteration_tokens_total_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "])))",
+          },
         ],
       },
       {
@@ -300,24 +232,8 @@ local f = import 'lib/format.libsonnet';
         "interval": f.duration($._config["intervals.evaluation"]),
         "rules": [
           {
-            "record": "instance:vllm_request_queue_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
-            "expr": "sum by (job, instance, model_name, le) (rate(vllm:request_queue_time_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
-          },
-          {
             "record": "model:vllm_request_queue_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
-            "expr": "sum by (job, model_name, le) (instance:vllm_request_queue_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + ")",
-          },
-          {
-            "record": "instance:vllm_request_queue_time_seconds:p50_rate" + f.duration($._config["intervals.rate"]),
-            "expr": "histogram_quantile(0.5, sum by (le, job, instance, model_name) (instance:vllm_request_queue_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
-          },
-          {
-            "record": "instance:vllm_request_queue_time_seconds:p95_rate" + f.duration($._config["intervals.rate"]),
-            "expr": "histogram_quantile(0.95, sum by (le, job, instance, model_name) (instance:vllm_request_queue_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
-          },
-          {
-            "record": "instance:vllm_request_queue_time_seconds:p99_rate" + f.duration($._config["intervals.rate"]),
-            "expr": "histogram_quantile(0.99, sum by (le, job, instance, model_name) (instance:vllm_request_queue_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
+            "expr": "sum by (job, model_name, le) (rate(vllm:request_queue_time_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
           },
           {
             "record": "model:vllm_request_queue_time_seconds:p50_rate" + f.duration($._config["intervals.rate"]),
@@ -331,6 +247,10 @@ local f = import 'lib/format.libsonnet';
             "record": "model:vllm_request_queue_time_seconds:p99_rate" + f.duration($._config["intervals.rate"]),
             "expr": "histogram_quantile(0.99, sum by (le, job, model_name) (model:vllm_request_queue_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
           },
+          {
+            "record": "instance:vllm_request_queue_time_seconds:p95_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "histogram_quantile(0.95, sum by (le, job, instance, model_name) (rate(vllm:request_queue_time_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "])))",
+          },
         ],
       },
       {
@@ -338,24 +258,8 @@ local f = import 'lib/format.libsonnet';
         "interval": f.duration($._config["intervals.evaluation"]),
         "rules": [
           {
-            "record": "instance:vllm_request_prefill_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
-            "expr": "sum by (job, instance, model_name, le) (rate(vllm:request_prefill_time_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
-          },
-          {
             "record": "model:vllm_request_prefill_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
-            "expr": "sum by (job, model_name, le) (instance:vllm_request_prefill_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + ")",
-          },
-          {
-            "record": "instance:vllm_request_prefill_time_seconds:p50_rate" + f.duration($._config["intervals.rate"]),
-            "expr": "histogram_quantile(0.5, sum by (le, job, instance, model_name) (instance:vllm_request_prefill_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
-          },
-          {
-            "record": "instance:vllm_request_prefill_time_seconds:p95_rate" + f.duration($._config["intervals.rate"]),
-            "expr": "histogram_quantile(0.95, sum by (le, job, instance, model_name) (instance:vllm_request_prefill_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
-          },
-          {
-            "record": "instance:vllm_request_prefill_time_seconds:p99_rate" + f.duration($._config["intervals.rate"]),
-            "expr": "histogram_quantile(0.99, sum by (le, job, instance, model_name) (instance:vllm_request_prefill_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
+            "expr": "sum by (job, model_name, le) (rate(vllm:request_prefill_time_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
           },
           {
             "record": "model:vllm_request_prefill_time_seconds:p50_rate" + f.duration($._config["intervals.rate"]),
@@ -376,24 +280,8 @@ local f = import 'lib/format.libsonnet';
         "interval": f.duration($._config["intervals.evaluation"]),
         "rules": [
           {
-            "record": "instance:vllm_request_decode_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
-            "expr": "sum by (job, instance, model_name, le) (rate(vllm:request_decode_time_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
-          },
-          {
             "record": "model:vllm_request_decode_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
-            "expr": "sum by (job, model_name, le) (instance:vllm_request_decode_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + ")",
-          },
-          {
-            "record": "instance:vllm_request_decode_time_seconds:p50_rate" + f.duration($._config["intervals.rate"]),
-            "expr": "histogram_quantile(0.5, sum by (le, job, instance, model_name) (instance:vllm_request_decode_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
-          },
-          {
-            "record": "instance:vllm_request_decode_time_seconds:p95_rate" + f.duration($._config["intervals.rate"]),
-            "expr": "histogram_quantile(0.95, sum by (le, job, instance, model_name) (instance:vllm_request_decode_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
-          },
-          {
-            "record": "instance:vllm_request_decode_time_seconds:p99_rate" + f.duration($._config["intervals.rate"]),
-            "expr": "histogram_quantile(0.99, sum by (le, job, instance, model_name) (instance:vllm_request_decode_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
+            "expr": "sum by (job, model_name, le) (rate(vllm:request_decode_time_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
           },
           {
             "record": "model:vllm_request_decode_time_seconds:p50_rate" + f.duration($._config["intervals.rate"]),
@@ -456,12 +344,12 @@ local f = import 'lib/format.libsonnet';
         "interval": f.duration($._config["intervals.evaluation"]),
         "rules": [
           {
-            "record": "instance:vllm_request_success:rate" + f.duration($._config["intervals.rate"]),
-            "expr": "sum by (job, instance, model_name, finished_reason) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+            "record": "model:vllm_request_success:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, model_name, finished_reason) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
           },
           {
             "record": "instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]),
-            "expr": "sum by (job, instance, model_name) (instance:vllm_request_success:rate" + f.duration($._config["intervals.rate"]) + ")",
+            "expr": "sum by (job, instance, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
           },
           {
             "record": "model:vllm_requests:rate" + f.duration($._config["intervals.rate"]),
@@ -469,11 +357,11 @@ local f = import 'lib/format.libsonnet';
           },
           {
             "record": "instance:vllm_request_errors:ratio_rate" + f.duration($._config["intervals.rate"]),
-            "expr": "(sum by (job, instance, model_name) (instance:vllm_request_success:rate" + f.duration($._config["intervals.rate"]) + "{finished_reason=~\"abort|error\"}))\n/\n(instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + ")",
+            "expr": "(sum by (job, instance, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", finished_reason=~\"abort|error\"}[" + f.duration($._config["intervals.rate"]) + "])))\n/\n(instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + ")",
           },
           {
             "record": "model:vllm_request_errors:ratio_rate" + f.duration($._config["intervals.rate"]),
-            "expr": "(sum by (job, model_name) (instance:vllm_request_success:rate" + f.duration($._config["intervals.rate"]) + "{finished_reason=~\"abort|error\"}))\n/\n(model:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + ")",
+            "expr": "(sum by (job, model_name) (model:vllm_request_success:rate" + f.duration($._config["intervals.rate"]) + "{finished_reason=~\"abort|error\"}))\n/\n(model:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + ")",
           },
           {
             "record": "instance:vllm_http_5xx:ratio_rate" + f.duration($._config["intervals.rate"]),
@@ -510,24 +398,8 @@ local f = import 'lib/format.libsonnet';
         "interval": f.duration($._config["intervals.evaluation"]),
         "rules": [
           {
-            "record": "instance:vllm_time_to_first_token_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
-            "expr": "sum by (job, instance, model_name, le) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
-          },
-          {
             "record": "model:vllm_time_to_first_token_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
-            "expr": "sum by (job, model_name, le) (instance:vllm_time_to_first_token_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + ")",
-          },
-          {
-            "record": "instance:vllm_time_to_first_token_seconds:p50_rate" + f.duration($._config["intervals.rate"]),
-            "expr": "histogram_quantile(0.5, sum by (le, job, instance, model_name) (instance:vllm_time_to_first_token_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
-          },
-          {
-            "record": "instance:vllm_time_to_first_token_seconds:p95_rate" + f.duration($._config["intervals.rate"]),
-            "expr": "histogram_quantile(0.95, sum by (le, job, instance, model_name) (instance:vllm_time_to_first_token_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
-          },
-          {
-            "record": "instance:vllm_time_to_first_token_seconds:p99_rate" + f.duration($._config["intervals.rate"]),
-            "expr": "histogram_quantile(0.99, sum by (le, job, instance, model_name) (instance:vllm_time_to_first_token_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
+            "expr": "sum by (job, model_name, le) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
           },
           {
             "record": "model:vllm_time_to_first_token_seconds:p50_rate" + f.duration($._config["intervals.rate"]),
@@ -541,6 +413,10 @@ local f = import 'lib/format.libsonnet';
             "record": "model:vllm_time_to_first_token_seconds:p99_rate" + f.duration($._config["intervals.rate"]),
             "expr": "histogram_quantile(0.99, sum by (le, job, model_name) (model:vllm_time_to_first_token_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
           },
+          {
+            "record": "instance:vllm_time_to_first_token_seconds:p99_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "histogram_quantile(0.99, sum by (le, job, instance, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "])))",
+          },
         ],
       },
       {
@@ -548,24 +424,8 @@ local f = import 'lib/format.libsonnet';
         "interval": f.duration($._config["intervals.evaluation"]),
         "rules": [
           {
-            "record": "instance:vllm_inter_token_latency_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
-            "expr": "sum by (job, instance, model_name, le) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "])))",
-          },
-          {
             "record": "model:vllm_inter_token_latency_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
-            "expr": "sum by (job, model_name, le) (instance:vllm_inter_token_latency_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + ")",
-          },
-          {
-            "record": "instance:vllm_inter_token_latency_seconds:p50_rate" + f.duration($._config["intervals.rate"]),
-            "expr": "histogram_quantile(0.5, sum by (le, job, instance, model_name) (instance:vllm_inter_token_latency_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
-          },
-          {
-            "record": "instance:vllm_inter_token_latency_seconds:p95_rate" + f.duration($._config["intervals.rate"]),
-            "expr": "histogram_quantile(0.95, sum by (le, job, instance, model_name) (instance:vllm_inter_token_latency_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
-          },
-          {
-            "record": "instance:vllm_inter_token_latency_seconds:p99_rate" + f.duration($._config["intervals.rate"]),
-            "expr": "histogram_quantile(0.99, sum by (le, job, instance, model_name) (instance:vllm_inter_token_latency_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
+            "expr": "sum by (job, model_name, le) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "])))",
           },
           {
             "record": "model:vllm_inter_token_latency_seconds:p50_rate" + f.duration($._config["intervals.rate"]),
@@ -586,24 +446,8 @@ local f = import 'lib/format.libsonnet';
         "interval": f.duration($._config["intervals.evaluation"]),
         "rules": [
           {
-            "record": "instance:vllm_e2e_request_latency_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
-            "expr": "sum by (job, instance, model_name, le) (rate(vllm:e2e_request_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
-          },
-          {
             "record": "model:vllm_e2e_request_latency_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
-            "expr": "sum by (job, model_name, le) (instance:vllm_e2e_request_latency_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + ")",
-          },
-          {
-            "record": "instance:vllm_e2e_request_latency_seconds:p50_rate" + f.duration($._config["intervals.rate"]),
-            "expr": "histogram_quantile(0.5, sum by (le, job, instance, model_name) (instance:vllm_e2e_request_latency_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
-          },
-          {
-            "record": "instance:vllm_e2e_request_latency_seconds:p95_rate" + f.duration($._config["intervals.rate"]),
-            "expr": "histogram_quantile(0.95, sum by (le, job, instance, model_name) (instance:vllm_e2e_request_latency_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
-          },
-          {
-            "record": "instance:vllm_e2e_request_latency_seconds:p99_rate" + f.duration($._config["intervals.rate"]),
-            "expr": "histogram_quantile(0.99, sum by (le, job, instance, model_name) (instance:vllm_e2e_request_latency_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
+            "expr": "sum by (job, model_name, le) (rate(vllm:e2e_request_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
           },
           {
             "record": "model:vllm_e2e_request_latency_seconds:p50_rate" + f.duration($._config["intervals.rate"]),

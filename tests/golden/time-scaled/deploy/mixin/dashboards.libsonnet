@@ -20,7 +20,7 @@ local f = import 'lib/format.libsonnet';
           },
           "id": 1,
           "panels": [],
-          "title": "Overview",
+          "title": "Fleet",
           "type": "row",
         },
         {
@@ -73,7 +73,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "count(gpu:dcgm_fb_used:bytes{job=~\"$job\", Hostname=~\"$Hostname\", gpu=~\"$gpu\"})",
+              "expr": "sum(node:dcgm_gpus:count{job=~\"$job\"})",
               "refId": "A",
             },
           ],
@@ -87,7 +87,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Mean GPU utilization (share of time a kernel ran) across the selection.",
+          "description": "Mean GPU utilization (share of time a kernel ran) across every GPU of the selected jobs.",
           "fieldConfig": {
             "defaults": {
               "thresholds": {
@@ -132,7 +132,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "avg(gpu:dcgm_gpu_util:ratio{job=~\"$job\", Hostname=~\"$Hostname\", gpu=~\"$gpu\"})",
+              "expr": "sum(node:dcgm_gpu_util:avg_ratio{job=~\"$job\"} * on (job, Hostname) node:dcgm_gpus:count{job=~\"$job\"}) / sum(node:dcgm_gpus:count{job=~\"$job\"})",
               "refId": "A",
             },
           ],
@@ -146,7 +146,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Used framebuffer over total, across the selection. vLLM pre-allocates most of it for the KV cache, so a high value is normal.",
+          "description": "Used framebuffer over total, across the fleet. vLLM pre-allocates most of it for the KV cache, so a high value is normal.",
           "fieldConfig": {
             "defaults": {
               "thresholds": {
@@ -191,7 +191,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "sum(gpu:dcgm_fb_used:bytes{job=~\"$job\", Hostname=~\"$Hostname\", gpu=~\"$gpu\"}) / sum(gpu:dcgm_fb_total:bytes{job=~\"$job\", Hostname=~\"$Hostname\", gpu=~\"$gpu\"})",
+              "expr": "sum(node:dcgm_fb_used:sum_bytes{job=~\"$job\"}) / sum(node:dcgm_fb_total:sum_bytes{job=~\"$job\"})",
               "refId": "A",
             },
           ],
@@ -205,7 +205,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Shortest time until a GPU's free framebuffer reaches zero at its 1h trend; empty while no GPU's free memory falls.",
+          "description": "Shortest time until any GPU's free framebuffer reaches zero at its 1h trend; empty while no GPU's free memory falls.",
           "fieldConfig": {
             "defaults": {
               "thresholds": {
@@ -254,7 +254,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "min(gpu:dcgm_fb_time_to_oom_seconds:deriv1h{job=~\"$job\", Hostname=~\"$Hostname\", gpu=~\"$gpu\"})",
+              "expr": "min(node:dcgm_fb_time_to_oom_seconds:min_deriv1h{job=~\"$job\"})",
               "refId": "A",
             },
           ],
@@ -268,7 +268,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Highest GPU temperature in the selection.",
+          "description": "Highest GPU temperature in the fleet.",
           "fieldConfig": {
             "defaults": {
               "thresholds": {
@@ -317,7 +317,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "max(gpu:dcgm_gpu_temp:celsius{job=~\"$job\", Hostname=~\"$Hostname\", gpu=~\"$gpu\"})",
+              "expr": "max(node:dcgm_gpu_temp:max_celsius{job=~\"$job\"})",
               "refId": "A",
             },
           ],
@@ -331,7 +331,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Total board power of the selection.",
+          "description": "Total board power of the fleet.",
           "fieldConfig": {
             "defaults": {
               "thresholds": {
@@ -376,7 +376,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "sum(gpu:dcgm_power_usage:watts{job=~\"$job\", Hostname=~\"$Hostname\", gpu=~\"$gpu\"})",
+              "expr": "sum(node:dcgm_power_usage:sum_watts{job=~\"$job\"})",
               "refId": "A",
             },
           ],
@@ -386,6 +386,132 @@ local f = import 'lib/format.libsonnet';
           "id": 7,
         },
         {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "GPUs whose clocks are held down right now, for thermal or power reasons.",
+          "fieldConfig": {
+            "defaults": {
+              "thresholds": {
+                "mode": "absolute",
+                "steps": [
+                  {
+                    "color": "green",
+                    "value": null,
+                  },
+                  {
+                    "color": "orange",
+                    "value": 1,
+                  },
+                ],
+              },
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 4,
+            "w": 6,
+            "x": 12,
+            "y": 5,
+          },
+          "options": {
+            "colorMode": "value",
+            "graphMode": "area",
+            "justifyMode": "auto",
+            "orientation": "auto",
+            "percentChangeColorMode": "standard",
+            "reduceOptions": {
+              "calcs": [
+                "lastNotNull",
+              ],
+              "values": false,
+            },
+            "showPercentChange": false,
+            "textMode": "auto",
+            "wideLayout": true,
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum(node:dcgm_clock_throttle:count{job=~\"$job\"}) or vector(0)",
+              "refId": "A",
+            },
+          ],
+          "title": "GPUs throttled",
+          "transparent": false,
+          "type": "stat",
+          "id": 8,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "GPUs whose last XID error code is not 0 (it sticks until the driver reloads).",
+          "fieldConfig": {
+            "defaults": {
+              "thresholds": {
+                "mode": "absolute",
+                "steps": [
+                  {
+                    "color": "green",
+                    "value": null,
+                  },
+                  {
+                    "color": "red",
+                    "value": 1,
+                  },
+                ],
+              },
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 4,
+            "w": 6,
+            "x": 18,
+            "y": 5,
+          },
+          "options": {
+            "colorMode": "value",
+            "graphMode": "area",
+            "justifyMode": "auto",
+            "orientation": "auto",
+            "percentChangeColorMode": "standard",
+            "reduceOptions": {
+              "calcs": [
+                "lastNotNull",
+              ],
+              "values": false,
+            },
+            "showPercentChange": false,
+            "textMode": "auto",
+            "wideLayout": true,
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum(node:dcgm_xid_errors:count{job=~\"$job\"}) or vector(0)",
+              "refId": "A",
+            },
+          ],
+          "title": "GPUs with an XID",
+          "transparent": false,
+          "type": "stat",
+          "id": 9,
+        },
+        {
           "collapsed": false,
           "gridPos": {
             "h": 1,
@@ -393,9 +519,428 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 9,
           },
-          "id": 8,
+          "id": 10,
           "panels": [],
-          "title": "Utilization",
+          "title": "Nodes",
+          "type": "row",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Mean GPU utilization of each node's GPUs.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "max": 1,
+              "min": 0,
+              "unit": "percentunit",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 0,
+            "y": 10,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "node:dcgm_gpu_util:avg_ratio{job=~\"$job\"}",
+              "legendFormat": "{{Hostname}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Utilization per node",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 11,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "The fastest-growing used framebuffer among each node's GPUs, over 10m (deriv), bytes per second. Above the threshold line (150 MiB per 10m) for 30m with flat load is a leak; open the node below to see which GPU.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "unit": "Bps",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 12,
+            "y": 10,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "node:dcgm_fb_used_bytes:max_deriv10m{job=~\"$job\"}",
+              "legendFormat": "{{Hostname}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "262144",
+              "legendFormat": "leak threshold",
+              "refId": "B",
+            },
+          ],
+          "title": "Steepest framebuffer growth per node",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 12,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "When the first GPU of each node runs out of free framebuffer at its 1h trend. Only nodes with a GPU whose free memory falls have a value; the alert fires under 4h.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "unit": "s",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 0,
+            "y": 18,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "node:dcgm_fb_time_to_oom_seconds:min_deriv1h{job=~\"$job\"}",
+              "legendFormat": "{{Hostname}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Soonest OOM per node",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 13,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "The busiest GPU memory of each node. High together with KV preemptions is KV-cache thrash (alert above 90%).",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "max": 1,
+              "min": 0,
+              "unit": "percentunit",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 12,
+            "y": 18,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "node:dcgm_mem_copy_util:max_ratio{job=~\"$job\"}",
+              "legendFormat": "{{Hostname}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Memory-copy utilization per node",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 14,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Each node's hottest GPU, and its total board power.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "unit": "celsius",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 0,
+            "y": 26,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "node:dcgm_gpu_temp:max_celsius{job=~\"$job\"}",
+              "legendFormat": "temperature {{Hostname}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Hottest GPU and power per node",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 15,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Total board power of each node's GPUs.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "unit": "watt",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 8,
+            "y": 26,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "node:dcgm_power_usage:sum_watts{job=~\"$job\"}",
+              "legendFormat": "{{Hostname}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Power per node",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 16,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "GPUs clock-throttled now (by reason), GPUs whose last XID is not 0, and ECC errors per second (double-bit, single-bit, remapped rows). Throttle reasons and ECC counters must be enabled in dcgm-exporter's collectors CSV.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 16,
+            "y": 26,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "node:dcgm_clock_throttle:count{job=~\"$job\"}",
+              "legendFormat": "throttled ({{reason}}) {{Hostname}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "node:dcgm_xid_errors:count{job=~\"$job\"}",
+              "legendFormat": "XID {{Hostname}}",
+              "refId": "B",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "node:dcgm_ecc_errors:sum_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\"}",
+              "legendFormat": "ECC {{kind}} {{Hostname}}",
+              "refId": "C",
+            },
+          ],
+          "title": "Throttled GPUs, XIDs and ECC errors per node",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 17,
+        },
+        {
+          "collapsed": false,
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 34,
+          },
+          "id": 18,
+          "panels": [],
+          "title": "Node $Hostname: utilization and memory",
           "type": "row",
         },
         {
@@ -417,9 +962,9 @@ local f = import 'lib/format.libsonnet';
           },
           "gridPos": {
             "h": 8,
-            "w": 12,
+            "w": 8,
             "x": 0,
-            "y": 10,
+            "y": 35,
           },
           "options": {
             "legend": {
@@ -443,22 +988,22 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "gpu:dcgm_gpu_util:ratio{job=~\"$job\", Hostname=~\"$Hostname\", gpu=~\"$gpu\"}",
-              "legendFormat": "{{Hostname}} GPU {{gpu}}",
+              "expr": "(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((DCGM_FI_DEV_GPU_UTIL{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"} or DCGM_FI_DEV_GPU_UTIL_RATIO{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"}) / 100, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))\n or \n(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((DCGM_FI_DEV_GPU_UTIL{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"} or DCGM_FI_DEV_GPU_UTIL_RATIO{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"}) / 100, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))",
+              "legendFormat": "GPU {{gpu}} ({{modelName}})",
               "refId": "A",
             },
           ],
           "title": "GPU utilization",
           "transparent": false,
           "type": "timeseries",
-          "id": 9,
+          "id": 19,
         },
         {
           "datasource": {
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Share of time device memory was read or written (DCGM_FI_DEV_MEM_COPY_UTIL). High together with KV preemptions is KV-cache thrash (alert above 90%).",
+          "description": "Share of time device memory was read or written (DCGM_FI_DEV_MEM_COPY_UTIL).",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -472,9 +1017,9 @@ local f = import 'lib/format.libsonnet';
           },
           "gridPos": {
             "h": 8,
-            "w": 12,
-            "x": 12,
-            "y": 10,
+            "w": 8,
+            "x": 8,
+            "y": 35,
           },
           "options": {
             "legend": {
@@ -498,28 +1043,15 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "gpu:dcgm_mem_copy_util:ratio{job=~\"$job\", Hostname=~\"$Hostname\", gpu=~\"$gpu\"}",
-              "legendFormat": "{{Hostname}} GPU {{gpu}}",
+              "expr": "(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(DCGM_FI_DEV_MEM_COPY_UTIL{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"} / 100, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))\n or \n(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(DCGM_FI_DEV_MEM_COPY_UTIL{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"} / 100, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))",
+              "legendFormat": "GPU {{gpu}} ({{modelName}})",
               "refId": "A",
             },
           ],
           "title": "Memory-copy utilization",
           "transparent": false,
           "type": "timeseries",
-          "id": 10,
-        },
-        {
-          "collapsed": false,
-          "gridPos": {
-            "h": 1,
-            "w": 24,
-            "x": 0,
-            "y": 18,
-          },
-          "id": 11,
-          "panels": [],
-          "title": "Framebuffer and leaks",
-          "type": "row",
+          "id": 20,
         },
         {
           "datasource": {
@@ -539,9 +1071,9 @@ local f = import 'lib/format.libsonnet';
           },
           "gridPos": {
             "h": 8,
-            "w": 12,
-            "x": 0,
-            "y": 19,
+            "w": 8,
+            "x": 16,
+            "y": 35,
           },
           "options": {
             "legend": {
@@ -565,8 +1097,8 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "gpu:dcgm_fb_used:bytes{job=~\"$job\", Hostname=~\"$Hostname\", gpu=~\"$gpu\"}",
-              "legendFormat": "used {{Hostname}} GPU {{gpu}}",
+              "expr": "(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(DCGM_FI_DEV_FB_USED{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"} * 1048576, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))\n or \n(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(DCGM_FI_DEV_FB_USED{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"} * 1048576, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))",
+              "legendFormat": "used GPU {{gpu}} ({{modelName}})",
               "refId": "A",
             },
             {
@@ -574,22 +1106,22 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "gpu:dcgm_fb_total:bytes{job=~\"$job\", Hostname=~\"$Hostname\", gpu=~\"$gpu\"}",
-              "legendFormat": "total {{Hostname}} GPU {{gpu}}",
+              "expr": "(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((DCGM_FI_DEV_FB_TOTAL{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"}\nor\nDCGM_FI_DEV_FB_USED{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"} + DCGM_FI_DEV_FB_FREE{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"} + DCGM_FI_DEV_FB_RESERVED{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"}\nor\nDCGM_FI_DEV_FB_USED{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"} + DCGM_FI_DEV_FB_FREE{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"}) * 1048576, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))\n or \n(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((DCGM_FI_DEV_FB_TOTAL{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"}\nor\nDCGM_FI_DEV_FB_USED{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"} + DCGM_FI_DEV_FB_FREE{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"} + DCGM_FI_DEV_FB_RESERVED{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"}\nor\nDCGM_FI_DEV_FB_USED{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"} + DCGM_FI_DEV_FB_FREE{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"}) * 1048576, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))",
+              "legendFormat": "total GPU {{gpu}} ({{modelName}})",
               "refId": "B",
             },
           ],
           "title": "Framebuffer used and total",
           "transparent": false,
           "type": "timeseries",
-          "id": 12,
+          "id": 21,
         },
         {
           "datasource": {
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Growth of used framebuffer over 10m (deriv), bytes per second. Above the threshold line (150 MiB per 10m) for 30m with flat load is a leak; a short spike is a warm-up or restart.",
+          "description": "Growth of used framebuffer per GPU over 10m (deriv), bytes per second; a short spike is a warm-up or restart.",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -601,9 +1133,9 @@ local f = import 'lib/format.libsonnet';
           },
           "gridPos": {
             "h": 8,
-            "w": 12,
-            "x": 12,
-            "y": 19,
+            "w": 8,
+            "x": 0,
+            "y": 43,
           },
           "options": {
             "legend": {
@@ -627,8 +1159,8 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "gpu:dcgm_fb_used_bytes:deriv10m{job=~\"$job\", Hostname=~\"$Hostname\", gpu=~\"$gpu\"}",
-              "legendFormat": "{{Hostname}} GPU {{gpu}}",
+              "expr": "(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(deriv(DCGM_FI_DEV_FB_USED{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"}[10s]) * 1048576, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))\n or \n(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(deriv(DCGM_FI_DEV_FB_USED{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"}[10s]) * 1048576, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))",
+              "legendFormat": "GPU {{gpu}} ({{modelName}})",
               "refId": "A",
             },
             {
@@ -644,14 +1176,14 @@ local f = import 'lib/format.libsonnet';
           "title": "Used framebuffer trend",
           "transparent": false,
           "type": "timeseries",
-          "id": 13,
+          "id": 22,
         },
         {
           "datasource": {
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "When free framebuffer reaches zero at its 1h trend. Only GPUs whose free memory is falling have a value; the alert fires under 4h.",
+          "description": "When each GPU's free framebuffer reaches zero at its trend (only while it falls).",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -664,9 +1196,9 @@ local f = import 'lib/format.libsonnet';
           },
           "gridPos": {
             "h": 8,
-            "w": 12,
-            "x": 0,
-            "y": 27,
+            "w": 8,
+            "x": 8,
+            "y": 43,
           },
           "options": {
             "legend": {
@@ -690,15 +1222,15 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "gpu:dcgm_fb_time_to_oom_seconds:deriv1h{job=~\"$job\", Hostname=~\"$Hostname\", gpu=~\"$gpu\"}",
-              "legendFormat": "{{Hostname}} GPU {{gpu}}",
+              "expr": "(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(DCGM_FI_DEV_FB_FREE{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"} * 1048576, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")\n/\n-(\nlabel_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(deriv(DCGM_FI_DEV_FB_FREE{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"}[1m]) * 1048576, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")\n< 0))\n or \n(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(DCGM_FI_DEV_FB_FREE{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"} * 1048576, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")\n/\n-(\nlabel_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(deriv(DCGM_FI_DEV_FB_FREE{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"}[1m]) * 1048576, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")\n< 0))",
+              "legendFormat": "GPU {{gpu}} ({{modelName}})",
               "refId": "A",
             },
           ],
           "title": "Time to OOM",
           "transparent": false,
           "type": "timeseries",
-          "id": 14,
+          "id": 23,
         },
         {
           "datasource": {
@@ -718,9 +1250,9 @@ local f = import 'lib/format.libsonnet';
           },
           "gridPos": {
             "h": 8,
-            "w": 12,
-            "x": 12,
-            "y": 27,
+            "w": 8,
+            "x": 16,
+            "y": 43,
           },
           "options": {
             "legend": {
@@ -744,15 +1276,15 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "infersight_gpu_process_memory_bytes{" + f.matchers($._config["selectors.gpu_exporter"]) + ", Hostname=~\"$Hostname\", gpu=~\"$gpu\"}",
-              "legendFormat": "{{Hostname}} GPU {{gpu}} {{process}} ({{pid}})",
+              "expr": "infersight_gpu_process_memory_bytes{" + f.matchers($._config["selectors.gpu_exporter"]) + ", Hostname=~\"$Hostname\"}",
+              "legendFormat": "GPU {{gpu}} {{process}} ({{pid}})",
               "refId": "A",
             },
           ],
           "title": "Per-process GPU memory",
           "transparent": false,
           "type": "timeseries",
-          "id": 15,
+          "id": 24,
         },
         {
           "collapsed": false,
@@ -760,187 +1292,11 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 35,
+            "y": 51,
           },
-          "id": 16,
+          "id": 25,
           "panels": [],
-          "title": "Engines on these GPUs",
-          "type": "row",
-        },
-        {
-          "datasource": {
-            "type": "prometheus",
-            "uid": "${datasource}",
-          },
-          "description": "Finished requests per second of the vLLM engines joined to the selected GPUs (gpu.join). The leak alert wants it flat.",
-          "fieldConfig": {
-            "defaults": {
-              "custom": {
-                "fillOpacity": 10,
-              },
-              "min": 0,
-              "unit": "reqps",
-            },
-            "overrides": [],
-          },
-          "gridPos": {
-            "h": 8,
-            "w": 8,
-            "x": 0,
-            "y": 36,
-          },
-          "options": {
-            "legend": {
-              "calcs": [
-                "lastNotNull",
-                "max",
-              ],
-              "displayMode": "table",
-              "placement": "bottom",
-              "showLegend": true,
-            },
-            "tooltip": {
-              "mode": "single",
-              "sort": "asc",
-            },
-          },
-          "repeatDirection": "h",
-          "targets": [
-            {
-              "datasource": {
-                "type": "prometheus",
-                "uid": "${datasource}",
-              },
-              "expr": "workload:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "\nand on (infersight_workload)\ngpu:dcgm_fb_used:bytes{job=~\"$job\", Hostname=~\"$Hostname\", gpu=~\"$gpu\"}",
-              "legendFormat": "{{infersight_workload}}",
-              "refId": "A",
-            },
-          ],
-          "title": "Request rate",
-          "transparent": false,
-          "type": "timeseries",
-          "id": 17,
-        },
-        {
-          "datasource": {
-            "type": "prometheus",
-            "uid": "${datasource}",
-          },
-          "description": "Fullest KV cache among the engines joined to the selected GPUs.",
-          "fieldConfig": {
-            "defaults": {
-              "custom": {
-                "fillOpacity": 10,
-              },
-              "max": 1,
-              "min": 0,
-              "unit": "percentunit",
-            },
-            "overrides": [],
-          },
-          "gridPos": {
-            "h": 8,
-            "w": 8,
-            "x": 8,
-            "y": 36,
-          },
-          "options": {
-            "legend": {
-              "calcs": [
-                "lastNotNull",
-                "max",
-              ],
-              "displayMode": "table",
-              "placement": "bottom",
-              "showLegend": true,
-            },
-            "tooltip": {
-              "mode": "single",
-              "sort": "asc",
-            },
-          },
-          "repeatDirection": "h",
-          "targets": [
-            {
-              "datasource": {
-                "type": "prometheus",
-                "uid": "${datasource}",
-              },
-              "expr": "workload:vllm_kv_cache_usage:max\nand on (infersight_workload)\ngpu:dcgm_fb_used:bytes{job=~\"$job\", Hostname=~\"$Hostname\", gpu=~\"$gpu\"}",
-              "legendFormat": "{{infersight_workload}}",
-              "refId": "A",
-            },
-          ],
-          "title": "KV-cache usage",
-          "transparent": false,
-          "type": "timeseries",
-          "id": 18,
-        },
-        {
-          "datasource": {
-            "type": "prometheus",
-            "uid": "${datasource}",
-          },
-          "description": "KV-cache preemptions per second of the engines joined to the selected GPUs.",
-          "fieldConfig": {
-            "defaults": {
-              "custom": {
-                "fillOpacity": 10,
-              },
-              "min": 0,
-              "unit": "short",
-            },
-            "overrides": [],
-          },
-          "gridPos": {
-            "h": 8,
-            "w": 8,
-            "x": 16,
-            "y": 36,
-          },
-          "options": {
-            "legend": {
-              "calcs": [
-                "lastNotNull",
-                "max",
-              ],
-              "displayMode": "table",
-              "placement": "bottom",
-              "showLegend": true,
-            },
-            "tooltip": {
-              "mode": "single",
-              "sort": "asc",
-            },
-          },
-          "repeatDirection": "h",
-          "targets": [
-            {
-              "datasource": {
-                "type": "prometheus",
-                "uid": "${datasource}",
-              },
-              "expr": "workload:vllm_num_preemptions:rate" + f.duration($._config["intervals.rate"]) + "\nand on (infersight_workload)\ngpu:dcgm_fb_used:bytes{job=~\"$job\", Hostname=~\"$Hostname\", gpu=~\"$gpu\"}",
-              "legendFormat": "{{infersight_workload}}",
-              "refId": "A",
-            },
-          ],
-          "title": "Preemptions",
-          "transparent": false,
-          "type": "timeseries",
-          "id": 19,
-        },
-        {
-          "collapsed": false,
-          "gridPos": {
-            "h": 1,
-            "w": 24,
-            "x": 0,
-            "y": 44,
-          },
-          "id": 20,
-          "panels": [],
-          "title": "Power, temperature and clocks",
+          "title": "Node $Hostname: power, temperature, clocks and errors",
           "type": "row",
         },
         {
@@ -961,9 +1317,9 @@ local f = import 'lib/format.libsonnet';
           },
           "gridPos": {
             "h": 8,
-            "w": 6,
+            "w": 8,
             "x": 0,
-            "y": 45,
+            "y": 52,
           },
           "options": {
             "legend": {
@@ -987,15 +1343,15 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "gpu:dcgm_power_usage:watts{job=~\"$job\", Hostname=~\"$Hostname\", gpu=~\"$gpu\"}",
-              "legendFormat": "{{Hostname}} GPU {{gpu}}",
+              "expr": "(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((DCGM_FI_DEV_POWER_USAGE{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"} or DCGM_FI_DEV_BOARD_POWER_WATTS{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"}), \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))\n or \n(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((DCGM_FI_DEV_POWER_USAGE{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"} or DCGM_FI_DEV_BOARD_POWER_WATTS{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"}), \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))",
+              "legendFormat": "GPU {{gpu}} ({{modelName}})",
               "refId": "A",
             },
           ],
           "title": "Power draw",
           "transparent": false,
           "type": "timeseries",
-          "id": 21,
+          "id": 26,
         },
         {
           "datasource": {
@@ -1015,9 +1371,9 @@ local f = import 'lib/format.libsonnet';
           },
           "gridPos": {
             "h": 8,
-            "w": 6,
-            "x": 6,
-            "y": 45,
+            "w": 8,
+            "x": 8,
+            "y": 52,
           },
           "options": {
             "legend": {
@@ -1041,8 +1397,8 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "gpu:dcgm_gpu_temp:celsius{job=~\"$job\", Hostname=~\"$Hostname\", gpu=~\"$gpu\"}",
-              "legendFormat": "gpu {{Hostname}} GPU {{gpu}}",
+              "expr": "(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((DCGM_FI_DEV_GPU_TEMP{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"} or DCGM_FI_DEV_GPU_TEMP_CELSIUS{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"}), \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))\n or \n(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((DCGM_FI_DEV_GPU_TEMP{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"} or DCGM_FI_DEV_GPU_TEMP_CELSIUS{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"}), \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))",
+              "legendFormat": "gpu GPU {{gpu}} ({{modelName}})",
               "refId": "A",
             },
             {
@@ -1050,15 +1406,15 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "gpu:dcgm_memory_temp:celsius{job=~\"$job\", Hostname=~\"$Hostname\", gpu=~\"$gpu\"}",
-              "legendFormat": "memory {{Hostname}} GPU {{gpu}}",
+              "expr": "(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((DCGM_FI_DEV_MEMORY_TEMP{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"} or DCGM_FI_DEV_MEMORY_TEMP_CELSIUS{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"}), \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))\n or \n(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((DCGM_FI_DEV_MEMORY_TEMP{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"} or DCGM_FI_DEV_MEMORY_TEMP_CELSIUS{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"}), \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))",
+              "legendFormat": "memory GPU {{gpu}} ({{modelName}})",
               "refId": "B",
             },
           ],
           "title": "Temperature",
           "transparent": false,
           "type": "timeseries",
-          "id": 22,
+          "id": 27,
         },
         {
           "datasource": {
@@ -1078,9 +1434,9 @@ local f = import 'lib/format.libsonnet';
           },
           "gridPos": {
             "h": 8,
-            "w": 6,
-            "x": 12,
-            "y": 45,
+            "w": 8,
+            "x": 16,
+            "y": 52,
           },
           "options": {
             "legend": {
@@ -1104,8 +1460,8 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "gpu:dcgm_sm_clock:hertz{job=~\"$job\", Hostname=~\"$Hostname\", gpu=~\"$gpu\"}",
-              "legendFormat": "sm {{Hostname}} GPU {{gpu}}",
+              "expr": "(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(DCGM_FI_DEV_SM_CLOCK{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"} * 1000000, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))\n or \n(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(DCGM_FI_DEV_SM_CLOCK{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"} * 1000000, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))",
+              "legendFormat": "sm GPU {{gpu}} ({{modelName}})",
               "refId": "A",
             },
             {
@@ -1113,22 +1469,22 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "gpu:dcgm_mem_clock:hertz{job=~\"$job\", Hostname=~\"$Hostname\", gpu=~\"$gpu\"}",
-              "legendFormat": "memory {{Hostname}} GPU {{gpu}}",
+              "expr": "(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(DCGM_FI_DEV_MEM_CLOCK{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"} * 1000000, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))\n or \n(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(DCGM_FI_DEV_MEM_CLOCK{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"} * 1000000, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))",
+              "legendFormat": "memory GPU {{gpu}} ({{modelName}})",
               "refId": "B",
             },
           ],
           "title": "Clocks",
           "transparent": false,
           "type": "timeseries",
-          "id": 23,
+          "id": 28,
         },
         {
           "datasource": {
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Share of samples whose clock-event reasons say thermal (incl. HW slowdown) or power. Needs DCGM_FI_DEV_CLOCK_THROTTLE_REASONS in the exporter's collectors CSV.",
+          "description": "1 while a GPU's clock-event reasons say thermal (incl. HW slowdown) or power. Needs DCGM_FI_DEV_CLOCK_THROTTLE_REASONS in the exporter's collectors CSV.",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -1136,15 +1492,15 @@ local f = import 'lib/format.libsonnet';
               },
               "max": 1,
               "min": 0,
-              "unit": "percentunit",
+              "unit": "short",
             },
             "overrides": [],
           },
           "gridPos": {
             "h": 8,
-            "w": 6,
-            "x": 18,
-            "y": 45,
+            "w": 8,
+            "x": 0,
+            "y": 60,
           },
           "options": {
             "legend": {
@@ -1168,28 +1524,15 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "avg_over_time(gpu:dcgm_clock_throttle:active{job=~\"$job\", Hostname=~\"$Hostname\", gpu=~\"$gpu\"}[$__rate_interval])",
-              "legendFormat": "{{reason}} {{Hostname}} GPU {{gpu}}",
+              "expr": "(label_replace(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(clamp_max(floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"}) / 8) % 2 + floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"}) / 32) % 2 + floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"}) / 64) % 2, 1), \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"reason\", \"thermal\", \"\", \"\")\nor\nlabel_replace(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(clamp_max(floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"}) / 4) % 2 + floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"}) / 128) % 2, 1), \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"reason\", \"power\", \"\", \"\"))\n or \n(label_replace(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(clamp_max(floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"}) / 8) % 2 + floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"}) / 32) % 2 + floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"}) / 64) % 2, 1), \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"reason\", \"thermal\", \"\", \"\")\nor\nlabel_replace(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(clamp_max(floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"}) / 4) % 2 + floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"}) / 128) % 2, 1), \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"reason\", \"power\", \"\", \"\"))",
+              "legendFormat": "{{reason}} GPU {{gpu}} ({{modelName}})",
               "refId": "A",
             },
           ],
           "title": "Clock throttling",
           "transparent": false,
           "type": "timeseries",
-          "id": 24,
-        },
-        {
-          "collapsed": false,
-          "gridPos": {
-            "h": 1,
-            "w": 24,
-            "x": 0,
-            "y": 53,
-          },
-          "id": 25,
-          "panels": [],
-          "title": "Errors",
-          "type": "row",
+          "id": 29,
         },
         {
           "datasource": {
@@ -1209,9 +1552,9 @@ local f = import 'lib/format.libsonnet';
           },
           "gridPos": {
             "h": 8,
-            "w": 12,
-            "x": 0,
-            "y": 54,
+            "w": 8,
+            "x": 8,
+            "y": 60,
           },
           "options": {
             "legend": {
@@ -1235,22 +1578,22 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "gpu:dcgm_xid_errors:last{job=~\"$job\", Hostname=~\"$Hostname\", gpu=~\"$gpu\"}",
-              "legendFormat": "{{Hostname}} GPU {{gpu}}",
+              "expr": "(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((DCGM_FI_DEV_XID_ERRORS{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"} or DCGM_FI_DEV_XID_ERROR{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"}), \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))\n or \n(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((DCGM_FI_DEV_XID_ERRORS{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"} or DCGM_FI_DEV_XID_ERROR{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"}), \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))",
+              "legendFormat": "GPU {{gpu}} ({{modelName}})",
               "refId": "A",
             },
           ],
           "title": "XID errors (last code)",
           "transparent": false,
           "type": "timeseries",
-          "id": 26,
+          "id": 30,
         },
         {
           "datasource": {
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Uncorrectable (double-bit) and corrected (single-bit) ECC errors, and rows remapped after uncorrectable errors, per second. The ECC counters must be enabled in the collectors CSV.",
+          "description": "Uncorrectable (dbe) and corrected (sbe) ECC errors, and rows remapped after uncorrectable errors, per second. The ECC counters must be enabled in the collectors CSV.",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -1263,9 +1606,9 @@ local f = import 'lib/format.libsonnet';
           },
           "gridPos": {
             "h": 8,
-            "w": 12,
-            "x": 12,
-            "y": 54,
+            "w": 8,
+            "x": 16,
+            "y": 60,
           },
           "options": {
             "legend": {
@@ -1289,33 +1632,191 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "gpu:dcgm_ecc_dbe:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", Hostname=~\"$Hostname\", gpu=~\"$gpu\"}",
-              "legendFormat": "double-bit {{Hostname}} GPU {{gpu}}",
+              "expr": "(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((\nlabel_replace(rate(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"}[$__rate_interval]), \"kind\", \"dbe\", \"\", \"\")\nor\nlabel_replace(rate(DCGM_FI_DEV_ECC_SBE_VOL_TOTAL{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"}[$__rate_interval]), \"kind\", \"sbe\", \"\", \"\")\nor\nlabel_replace((rate(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"}[$__rate_interval]) or rate(DCGM_FI_DEV_ROW_REMAP_UNCORRECTABLE_TOTAL{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"}[$__rate_interval])), \"kind\", \"remapped_rows_uncorrectable\", \"\", \"\")\n), \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))\n or \n(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((\nlabel_replace(rate(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"}[$__rate_interval]), \"kind\", \"dbe\", \"\", \"\")\nor\nlabel_replace(rate(DCGM_FI_DEV_ECC_SBE_VOL_TOTAL{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"}[$__rate_interval]), \"kind\", \"sbe\", \"\", \"\")\nor\nlabel_replace((rate(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"}[$__rate_interval]) or rate(DCGM_FI_DEV_ROW_REMAP_UNCORRECTABLE_TOTAL{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"}[$__rate_interval])), \"kind\", \"remapped_rows_uncorrectable\", \"\", \"\")\n), \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))",
+              "legendFormat": "{{kind}} GPU {{gpu}} ({{modelName}})",
               "refId": "A",
-            },
-            {
-              "datasource": {
-                "type": "prometheus",
-                "uid": "${datasource}",
-              },
-              "expr": "gpu:dcgm_ecc_sbe:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", Hostname=~\"$Hostname\", gpu=~\"$gpu\"}",
-              "legendFormat": "single-bit {{Hostname}} GPU {{gpu}}",
-              "refId": "B",
-            },
-            {
-              "datasource": {
-                "type": "prometheus",
-                "uid": "${datasource}",
-              },
-              "expr": "gpu:dcgm_ecc_remapped_rows_uncorrectable:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", Hostname=~\"$Hostname\", gpu=~\"$gpu\"}",
-              "legendFormat": "remapped rows {{Hostname}} GPU {{gpu}}",
-              "refId": "C",
             },
           ],
           "title": "ECC errors and row remaps",
           "transparent": false,
           "type": "timeseries",
-          "id": 27,
+          "id": 31,
+        },
+        {
+          "collapsed": false,
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 68,
+          },
+          "id": 32,
+          "panels": [],
+          "title": "Node $Hostname: engines on its GPUs",
+          "type": "row",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Finished requests per second of the vLLM engines joined to this node's GPUs (gpu.join). The leak alert wants it flat.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "unit": "reqps",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 0,
+            "y": 69,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "workload:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "\nand on (infersight_workload)\n(\n(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(DCGM_FI_DEV_FB_USED{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"} * 1048576, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))\n or \n(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(DCGM_FI_DEV_FB_USED{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"} * 1048576, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))\n)",
+              "legendFormat": "{{infersight_workload}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Request rate",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 33,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Fullest KV cache among the engines joined to this node's GPUs.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "max": 1,
+              "min": 0,
+              "unit": "percentunit",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 8,
+            "y": 69,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "workload:vllm_kv_cache_usage:max\nand on (infersight_workload)\n(\n(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(DCGM_FI_DEV_FB_USED{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"} * 1048576, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))\n or \n(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(DCGM_FI_DEV_FB_USED{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"} * 1048576, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))\n)",
+              "legendFormat": "{{infersight_workload}}",
+              "refId": "A",
+            },
+          ],
+          "title": "KV-cache usage",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 34,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "KV-cache preemptions per second of the engines joined to this node's GPUs.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 16,
+            "y": 69,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "(\nsum by (infersight_workload) (instance:vllm_num_preemptions:rate" + f.duration($._config["intervals.rate"]) + "\n* on (job, instance) group_left (infersight_workload)\ninstance:vllm_gpu_workload:group)\n)\nand on (infersight_workload)\n(\n(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(DCGM_FI_DEV_FB_USED{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"} * 1048576, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))\n or \n(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(DCGM_FI_DEV_FB_USED{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"} * 1048576, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))\n)",
+              "legendFormat": "{{infersight_workload}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Preemptions",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 35,
         },
       ],
       "refresh": "30s",
@@ -1363,72 +1864,32 @@ local f = import 'lib/format.libsonnet';
               "type": "prometheus",
               "uid": "${datasource}",
             },
-            "definition": "label_values(gpu:dcgm_fb_used:bytes, job)",
+            "definition": "label_values(node:dcgm_gpus:count, job)",
             "includeAll": true,
             "label": "job",
             "multi": true,
             "name": "job",
-            "query": "label_values(gpu:dcgm_fb_used:bytes, job)",
+            "query": "label_values(node:dcgm_gpus:count, job)",
             "refresh": 2,
             "skipUrlSync": false,
             "sort": 1,
             "type": "query",
           },
           {
-            "allValue": ".*",
             "allowCustomValue": true,
             "auto": false,
             "auto_count": 30,
             "auto_min": "10s",
-            "current": {
-              "selected": true,
-              "text": [
-                "All",
-              ],
-              "value": [
-                "$__all",
-              ],
-            },
             "datasource": {
               "type": "prometheus",
               "uid": "${datasource}",
             },
-            "definition": "label_values(gpu:dcgm_fb_used:bytes{job=~\"$job\"}, Hostname)",
-            "includeAll": true,
+            "definition": "label_values(node:dcgm_gpus:count{job=~\"$job\"}, Hostname)",
+            "includeAll": false,
             "label": "Hostname",
-            "multi": true,
+            "multi": false,
             "name": "Hostname",
-            "query": "label_values(gpu:dcgm_fb_used:bytes{job=~\"$job\"}, Hostname)",
-            "refresh": 2,
-            "skipUrlSync": false,
-            "sort": 1,
-            "type": "query",
-          },
-          {
-            "allValue": ".*",
-            "allowCustomValue": true,
-            "auto": false,
-            "auto_count": 30,
-            "auto_min": "10s",
-            "current": {
-              "selected": true,
-              "text": [
-                "All",
-              ],
-              "value": [
-                "$__all",
-              ],
-            },
-            "datasource": {
-              "type": "prometheus",
-              "uid": "${datasource}",
-            },
-            "definition": "label_values(gpu:dcgm_fb_used:bytes{job=~\"$job\", Hostname=~\"$Hostname\"}, gpu)",
-            "includeAll": true,
-            "label": "gpu",
-            "multi": true,
-            "name": "gpu",
-            "query": "label_values(gpu:dcgm_fb_used:bytes{job=~\"$job\", Hostname=~\"$Hostname\"}, gpu)",
+            "query": "label_values(node:dcgm_gpus:count{job=~\"$job\"}, Hostname)",
             "refresh": 2,
             "skipUrlSync": false,
             "sort": 1,
@@ -1646,7 +2107,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "engine:vllm_kv_cache_usage:stddev10m{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\", engine=~\"$engine\"}",
+              "expr": "max by (job, instance, model_name, engine) ((stddev_over_time(vllm:kv_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\", engine=~\"$engine\"}[10s]) or stddev_over_time(vllm:gpu_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\", engine=~\"$engine\"}[10s])))",
               "legendFormat": "{{model_name}} @ {{instance}} e{{engine}}",
               "refId": "A",
             },
@@ -1786,7 +2247,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "instance:vllm_prefix_cache_hits:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}",
+              "expr": "instance:vllm_prefix_cache_queries:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}\n* instance:vllm_prefix_cache_hits:ratio_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}",
               "legendFormat": "hit {{model_name}} @ {{instance}}",
               "refId": "B",
             },
@@ -1853,7 +2314,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "engine:vllm_num_preemptions:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\", engine=~\"$engine\"}",
+              "expr": "sum by (job, instance, model_name, engine) (rate(vllm:num_preemptions_total{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\", engine=~\"$engine\"}[$__rate_interval]))",
               "legendFormat": "{{model_name}} @ {{instance}} e{{engine}}",
               "refId": "A",
             },
@@ -1998,7 +2459,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "capacity: no KV blocks or batch slots free; deferred: held back by the scheduler policy.",
+          "description": "Per model. capacity: no KV blocks or batch slots free; deferred: held back by the scheduler policy.",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -2040,8 +2501,8 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "instance:vllm_num_requests_waiting_by_reason:sum{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}",
-              "legendFormat": "{{reason}} {{model_name}} @ {{instance}}",
+              "expr": "model:vllm_num_requests_waiting_by_reason:sum{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "{{reason}} {{model_name}}",
               "refId": "A",
             },
           ],
@@ -2093,7 +2554,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "engine:vllm_num_requests_waiting:deriv" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\", engine=~\"$engine\"}",
+              "expr": "sum by (job, instance, model_name, engine) (deriv(vllm:num_requests_waiting{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\", engine=~\"$engine\"}[5s]))",
               "legendFormat": "{{model_name}} @ {{instance}} e{{engine}}",
               "refId": "A",
             },
@@ -2413,7 +2874,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Requests refused at admission because a queue limit (requests or tokens) was reached.",
+          "description": "Requests refused at admission, per model, because a queue limit (requests or tokens) was reached.",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -2452,8 +2913,8 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "instance:vllm_admission_rejections:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}",
-              "legendFormat": "{{reason}} {{model_name}} @ {{instance}}",
+              "expr": "model:vllm_admission_rejections:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "{{reason}} {{model_name}}",
               "refId": "A",
             },
           ],
@@ -3396,7 +3857,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "sum(instance:vllm_request_success:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\", finished_reason=~\"abort|error\"}) / sum(instance:vllm_request_success:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})",
+              "expr": "sum(model:vllm_request_success:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", finished_reason=~\"abort|error\"}) / sum(model:vllm_request_success:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"})",
               "refId": "A",
             },
           ],
@@ -3410,7 +3871,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "99th percentile time to first token across the selection.",
+          "description": "99th percentile time to first token across the selected models (bucket rates are recorded per model, so the instance selection does not narrow it).",
           "fieldConfig": {
             "defaults": {
               "thresholds": {
@@ -3459,7 +3920,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "histogram_quantile(0.99, sum by (le) (instance:vllm_time_to_first_token_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}))",
+              "expr": "histogram_quantile(0.99, sum by (le) (model:vllm_time_to_first_token_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}))",
               "refId": "A",
             },
           ],
@@ -3767,7 +4228,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "sum by (model_name, finished_reason) (instance:vllm_request_success:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})",
+              "expr": "sum by (model_name, finished_reason) (model:vllm_request_success:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"})",
               "legendFormat": "{{model_name}} {{finished_reason}}",
               "refId": "A",
             },
