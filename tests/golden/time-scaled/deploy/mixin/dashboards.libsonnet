@@ -589,7 +589,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Growth of used framebuffer over 10m (deriv), bytes per second. Above the threshold line (150 MiB per 10m) for 30m with flat load is a leak; a short spike is a warm-up or restart.",
+          "description": "Growth of used framebuffer over 10m (deriv), bytes per second. Above the threshold line (150 MiB per 10m) for " + f.duration($._config["gpu.alerts.memory_leak.for"]) + " with flat load is a leak; a short spike is a warm-up or restart.",
           "fieldConfig": {
             "defaults": {
               "custom": {
