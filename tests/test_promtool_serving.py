@@ -39,7 +39,7 @@ def test_the_unit_tests_catch_a_hung_engine_alert_that_fires_early(tmp_path: Pat
 
 
 def test_the_unit_tests_catch_a_traffic_stop_alert_that_fires_on_a_decline(tmp_path: Path) -> None:
-    # Firing below 80% of the hourly average pages on the daily decline (22% per half hour).
+    # Firing below 80% of the hourly average pages on the daily decline (30% per half hour).
     cfg = parse_config({"alerts": {"serving": {"traffic_stop": {"drop_fraction": 0.2}}}})
     result = promtool_test(TEST_FILE, tmp_path, cfg)
     assert result.returncode != 0
