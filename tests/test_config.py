@@ -88,7 +88,7 @@ def _nested(path: str, value: Any) -> dict[str, Any]:
 
 def test_every_pack_section_window_must_hold_enough_scrapes() -> None:
     sections = Config().pack_sections()
-    assert all(sections[name].windows() for name in ("kv_cache", "moe", "gpu", "exporters"))
+    assert all(sections[name].windows() for name in ("alerts", "kv_cache", "moe", "gpu", "exporters"))
     for name, section in sections.items():
         for path in section.windows():
             # 30s is under 4 scrapes of 1m, and shorter than every for: a window must outlast.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from infersight.alerts import serving as serving_alerts
 from infersight.config import parse_config
 from tests.promtool_runner import promtool_test
 
@@ -28,3 +29,18 @@ def test_the_unit_tests_catch_a_wrong_objective(tmp_path: Path) -> None:
     result = promtool_test(TEST_FILE, tmp_path, cfg)
     assert result.returncode != 0
     assert "InfersightVLLMAvailabilityBudgetBurn" in result.stdout + result.stderr
+
+
+def test_the_unit_tests_catch_a_hung_engine_alert_that_fires_early(tmp_path: Path) -> None:
+    cfg = parse_config({"alerts": {"serving": {"hung_engine": {"for": "1m"}}}})
+    result = promtool_test(TEST_FILE, tmp_path, cfg)
+    assert result.returncode != 0
+    assert serving_alerts.HUNG_ENGINE in result.stdout + result.stderr
+
+
+def test_the_unit_tests_catch_a_traffic_stop_alert_that_fires_on_a_decline(tmp_path: Path) -> None:
+    # Firing below 80% of the hourly average pages on the daily decline (30% per half hour).
+    cfg = parse_config({"alerts": {"serving": {"traffic_stop": {"drop_fraction": 0.2}}}})
+    result = promtool_test(TEST_FILE, tmp_path, cfg)
+    assert result.returncode != 0
+    assert "gradual decline" in result.stdout + result.stderr

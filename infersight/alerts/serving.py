@@ -1,8 +1,10 @@
-"""Serving alerts: multi-window multi-burn-rate SLO alerts and target health."""
+"""Serving alerts: multi-window multi-burn-rate SLO alerts, target health, and the incidents no
+fixed threshold sees: an engine that stopped making progress and a model whose traffic stopped."""
 
 from __future__ import annotations
 
 from infersight import conventions, promql
+from infersight.alerts.common import num, on, tuned_alert
 from infersight.config import Config
 from infersight.recording_rules import serving as serving_rules
 from infersight.rules import Alert, RuleGroup
@@ -10,6 +12,11 @@ from infersight.rules import Alert, RuleGroup
 TARGET_DOWN = "InfersightVLLMTargetDown"
 NO_TARGETS = "InfersightVLLMNoTargets"
 METRICS_ABSENT = "InfersightVLLMMetricsAbsent"
+HUNG_ENGINE = "InfersightVLLMHungEngine"
+TRAFFIC_STOP = "InfersightVLLMTrafficStop"
+
+# Counters an engine with work advances at every step: decode tokens, finished prefills, finished requests.
+_PROGRESS = ("vllm:generation_tokens_total", "vllm:prompt_tokens_total", "vllm:request_success_total")
 
 
 def burn_alert_name(slo: str) -> str:
@@ -108,9 +115,67 @@ def _health_alerts(cfg: Config) -> list[Alert]:
     return out
 
 
+def _busy() -> str:
+    """Requests running or waiting per (job, instance, model_name)."""
+    running, waiting = (conventions.gauge_sum(g) for g in ("vllm:num_requests_running", "vllm:num_requests_waiting"))
+    return f"{running} + {waiting}"
+
+
+def _hung_engine(cfg: Config) -> Alert:
+    a = cfg.alerts.serving.hung_engine
+    window = cfg.scaled(a.window)
+    by_instance = conventions.INSTANCE
+    # "== 0" needs two samples of each counter in the window: right after a restart (or with the
+    # counters missing) there is no verdict rather than a false one. rate() spans counter resets.
+    progress = "\n  + ".join(promql.sum_by(by_instance, promql.rate(m, window, cfg.selectors.vllm)) for m in _PROGRESS)
+    expr = f"(\n  {_busy()}\n) > 0\nand {on(by_instance)}\n(\n  {progress}\n) == 0"
+    return tuned_alert(
+        cfg,
+        "serving",
+        HUNG_ENGINE,
+        a,
+        expr,
+        "A vLLM engine holds requests but makes no progress.",
+        "{{ $value }} requests are running or waiting on the {{ $labels.model_name }} engine of "
+        "{{ $labels.instance }} (job {{ $labels.job }}), yet it generated no token, finished no prefill and "
+        f"finished no request in {window}: the engine is hung while its API server still answers.",
+    )
+
+
+def _traffic_stop(cfg: Config) -> Alert:
+    a = cfg.alerts.serving.traffic_stop
+    current = serving_rules.requests(cfg, "model")
+    baseline = promql.over_time("avg", current, cfg.scaled(a.baseline_window))
+    by_model = on(conventions.MODEL)
+    # The engine gauges exist only while a target is scraped: a model whose targets are all down
+    # is TargetDown's to report.
+    serving = promql.agg("group", conventions.MODEL, conventions.gauge_sum("vllm:num_requests_running"))
+    expr = (
+        f"{current}\n< {num(1 - a.drop_fraction)} * {baseline}\n"
+        f"and {by_model}\n{baseline} > {num(a.min_requests_per_second)}\n"
+        f"and {by_model}\n{serving}"
+    )
+    return tuned_alert(
+        cfg,
+        "serving",
+        TRAFFIC_STOP,
+        a,
+        expr,
+        "A vLLM model's traffic stopped while its servers are up.",
+        '{{ $labels.model_name }} (job {{ $labels.job }}) finished {{ $value | printf "%.2f" }} requests/s over the '
+        f"last {cfg.scaled(cfg.intervals.rate)}, under {num((1 - a.drop_fraction) * 100)}% of its average over "
+        f"the last {cfg.scaled(a.baseline_window)}, while its vLLM targets are up: whatever routes requests "
+        "to it likely stopped sending.",
+    )
+
+
 def groups(cfg: Config) -> list[RuleGroup]:
     interval = cfg.scaled(cfg.intervals.evaluation)
+    a = cfg.alerts.serving
+    progress = tuple(
+        make(cfg) for rule, make in ((a.hung_engine, _hung_engine), (a.traffic_stop, _traffic_stop)) if rule.enabled
+    )
     return [
         RuleGroup("infersight-serving-slo.alerts", interval, tuple(_burn_alerts(cfg))),
-        RuleGroup("infersight-serving.alerts", interval, tuple(_health_alerts(cfg))),
+        RuleGroup("infersight-serving.alerts", interval, tuple(_health_alerts(cfg)) + progress),
     ]

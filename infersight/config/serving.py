@@ -21,6 +21,8 @@ from infersight.config.common import (
     MODEL_LABEL_VALUE,
     AlertRule,
     Matchers,
+    NonNegative,
+    PackSection,
     Severity,
     Strict,
     matchers_valid,
@@ -159,14 +161,39 @@ def thresholds_off_buckets(slo: SLOs, buckets: Buckets) -> list[str]:
     ]
 
 
+class HungEngineAlert(AlertRule):
+    """Requests wait or run on an engine that generated no token and finished no request."""
+
+    window: Duration = Duration.parse("5m")  # a healthy engine with work emits tokens every step
+
+
+class TrafficStopAlert(AlertRule):
+    """A model's request rate collapsed against its own recent average while its targets are up."""
+
+    drop_fraction: float = Field(default=0.9, gt=0, lt=1)  # fires below (1 - drop) x baseline
+    baseline_window: Duration = Duration.parse("1h")  # the average the current rate is held to
+    # A quieter model can go minutes without a request by chance (and never had traffic to stop).
+    min_requests_per_second: NonNegative = 0.05
+
+
 class ServingAlerts(Strict):
     target_down: AlertRule = AlertRule(for_=Duration.parse("5m"), severity="critical")
     metrics_absent: AlertRule = AlertRule(for_=Duration.parse("10m"), severity="warning")
+    hung_engine: HungEngineAlert = HungEngineAlert(for_=Duration.parse("5m"), severity="critical")
+    traffic_stop: TrafficStopAlert = TrafficStopAlert(for_=Duration.parse("5m"), severity="critical")
 
 
-class Alerts(Strict):
+class Alerts(PackSection):
+    """Owned by the serving pack; the other packs read runbook_base_url."""
+
     serving: ServingAlerts = ServingAlerts()
     runbook_base_url: str = "https://github.com/infersight/infersight/blob/main/docs/runbook.md"
+
+    def windows(self) -> dict[str, Duration]:
+        return {
+            "serving.hung_engine.window": self.serving.hung_engine.window,
+            "serving.traffic_stop.baseline_window": self.serving.traffic_stop.baseline_window,
+        }
 
 
 class Dashboards(Strict):

@@ -438,6 +438,34 @@ local f = import 'lib/format.libsonnet';
               "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightvllmmetricsabsent",
             },
           },
+          {
+            "alert": "InfersightVLLMHungEngine",
+            "expr": "(\n  instance:vllm_num_requests_running:sum + instance:vllm_num_requests_waiting:sum\n) > 0\nand on (job, instance, model_name)\n(\n  sum by (job, instance, model_name) (rate(vllm:generation_tokens_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))\n  + sum by (job, instance, model_name) (rate(vllm:prompt_tokens_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))\n  + sum by (job, instance, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))\n) == 0",
+            "for": "5s",
+            "labels": {
+              "component": "serving",
+              "severity": "critical",
+            },
+            "annotations": {
+              "summary": "A vLLM engine holds requests but makes no progress.",
+              "description": "{{ $value }} requests are running or waiting on the {{ $labels.model_name }} engine of {{ $labels.instance }} (job {{ $labels.job }}), yet it generated no token, finished no prefill and finished no request in 5s: the engine is hung while its API server still answers.",
+              "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightvllmhungengine",
+            },
+          },
+          {
+            "alert": "InfersightVLLMTrafficStop",
+            "expr": "model:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "\n< 0.1 * avg_over_time(model:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "[1m])\nand on (job, model_name)\navg_over_time(model:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "[1m]) > " + f.repr($._config["alerts.serving.traffic_stop.min_requests_per_second"]) + "\nand on (job, model_name)\ngroup by (job, model_name) (instance:vllm_num_requests_running:sum)",
+            "for": "5s",
+            "labels": {
+              "component": "serving",
+              "severity": "critical",
+            },
+            "annotations": {
+              "summary": "A vLLM model's traffic stopped while its servers are up.",
+              "description": "{{ $labels.model_name }} (job {{ $labels.job }}) finished {{ $value | printf \"%.2f\" }} requests/s over the last 5s, under 10% of its average over the last 1m, while its vLLM targets are up: whatever routes requests to it likely stopped sending.",
+              "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightvllmtrafficstop",
+            },
+          },
         ],
       },
     ],

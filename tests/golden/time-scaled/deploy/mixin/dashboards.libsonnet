@@ -584,7 +584,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "The fastest-growing used framebuffer among each node's GPUs, over 10m (deriv), bytes per second. Above the threshold line (150 MiB per 10m) for 30m with flat load is a leak; open the node below to see which GPU.",
+          "description": "The fastest-growing used framebuffer among each node's GPUs, over 10m (deriv), bytes per second. Above the threshold line (150 MiB per 10m) for " + f.duration($._config["gpu.alerts.memory_leak.for"]) + " with flat load is a leak; open the node below to see which GPU.",
           "fieldConfig": {
             "defaults": {
               "custom": {
