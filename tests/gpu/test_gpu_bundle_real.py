@@ -26,6 +26,7 @@ from infersight.alerts import gpu as gpu_alerts
 from infersight.config import parse_config
 from infersight.exporters.gpu import exporter as gpu_exporter
 from infersight.lint import dashboard_queries, substitute
+from infersight.recording_rules import gpu as gpu_rules
 from infersight.stack.observed import validation_profile
 from infersight.stack.ports import free_port
 from infersight.stack.process import ManagedProcess
@@ -40,7 +41,7 @@ CFG = validation_profile(
     parse_config({"intervals": {"scrape": "1m", "evaluation": "1m"}, "selectors": {"dcgm": [f'job="{JOB}"']}})
 )
 CHILD = Path(__file__).with_name("vllm_like_leak_child.py")
-STEP_MIB, STEP_EVERY_S = 64, 0.5  # 128 MiB/s: far over the leak threshold (150 MiB per 10 s here)
+STEP_MIB, STEP_EVERY_S = 64, 0.5  # 128 MiB/s: far over the leak threshold (225 MiB per 30 s here)
 MAX_STEPS = 300  # 19 GiB at most, of the card's 141; bounds the run to 150 s
 # Panels that join the GPU to its vLLM engines' load: no vLLM runs on this GPU here.
 NEEDS_VLLM = "workload:vllm_"
@@ -128,7 +129,7 @@ def test_every_gpu_dashboard_query_answers_on_a_real_gpu(stack: GpuStack) -> Non
 
 
 def test_the_leak_shows_in_the_trend_rule_at_the_leaked_rate(stack: GpuStack) -> None:
-    expr = f'gpu:dcgm_fb_used_bytes:deriv10m{{UUID="{stack.leak.uuid}"}}'
+    expr = f'{gpu_rules.fb_used_deriv(CFG)}{{UUID="{stack.leak.uuid}"}}'
     leaked = STEP_MIB * 2**20 / STEP_EVERY_S  # bytes per second
 
     def near_the_leak() -> bool:
@@ -144,7 +145,7 @@ def test_the_leak_shows_in_the_trend_rule_at_the_leaked_rate(stack: GpuStack) ->
 
 def test_the_leak_alert_fires_with_the_real_gpus_labels(stack: GpuStack) -> None:
     firing = f'ALERTS{{alertname="{gpu_alerts.LEAK}", alertstate="firing", UUID="{stack.leak.uuid}"}}'
-    # window 10 s + for: 30 s at time scale 60, plus scrapes and evaluations
+    # window 30 s + for: 45 s at time scale 60, plus scrapes and evaluations
     stack.prometheus.wait_until(lambda: bool(stack.prometheus.query(firing)), 120, f"{gpu_alerts.LEAK} to fire")
     (alert,) = stack.prometheus.query(firing)
     labels = alert["metric"]

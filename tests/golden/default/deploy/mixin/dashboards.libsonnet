@@ -589,7 +589,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Growth of used framebuffer over 10m (deriv), bytes per second. Above the threshold line (150 MiB per 10m) for " + f.duration($._config["gpu.alerts.memory_leak.for"]) + " with flat load is a leak; a short spike is a warm-up or restart.",
+          "description": "Growth of used framebuffer over 30m (deriv), bytes per second. Above the threshold line (225 MiB per 30m) for " + f.duration($._config["gpu.alerts.memory_leak.for"]) + " with flat load is a leak; a short spike is a warm-up or restart.",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -627,7 +627,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "gpu:dcgm_fb_used_bytes:deriv10m{job=~\"$job\", Hostname=~\"$Hostname\", gpu=~\"$gpu\"}",
+              "expr": "gpu:dcgm_fb_used_bytes:deriv30m{job=~\"$job\", Hostname=~\"$Hostname\", gpu=~\"$gpu\"}",
               "legendFormat": "{{Hostname}} GPU {{gpu}}",
               "refId": "A",
             },
@@ -636,7 +636,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "262144",
+              "expr": "131072",
               "legendFormat": "leak threshold",
               "refId": "B",
             },

@@ -100,8 +100,8 @@ local f = import 'lib/format.libsonnet';
             "expr": "gpu:dcgm_fb_used:bytes / gpu:dcgm_fb_total:bytes",
           },
           {
-            "record": "gpu:dcgm_fb_used_bytes:deriv10m",
-            "expr": "deriv(gpu:dcgm_fb_used:bytes[10m])",
+            "record": "gpu:dcgm_fb_used_bytes:deriv30m",
+            "expr": "deriv(gpu:dcgm_fb_used:bytes[30m])",
           },
           {
             "record": "gpu:dcgm_fb_free_bytes:deriv" + f.duration($._config["gpu.alerts.predicted_oom.long_window"]),

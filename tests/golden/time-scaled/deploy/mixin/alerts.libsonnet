@@ -58,15 +58,15 @@ local f = import 'lib/format.libsonnet';
         "rules": [
           {
             "alert": "InfersightGPUMemoryLeak",
-            "expr": "gpu:dcgm_fb_used_bytes:deriv10m * 10 / 1048576 > 150\nunless on (infersight_workload)\n(\n  avg_over_time(workload:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "[10s]) > 1.2 * avg_over_time(workload:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "[10s] offset 10s)\n  or\n  avg_over_time(workload:vllm_kv_cache_usage:max[10s]) > avg_over_time(workload:vllm_kv_cache_usage:max[10s] offset 10s) + " + f.repr($._config["gpu.alerts.memory_leak.kv_usage_rise"]) + "\n  or\n  workload:vllm_process_uptime_seconds:min < 15\n)",
-            "for": "30s",
+            "expr": "gpu:dcgm_fb_used_bytes:deriv30m * 30 / 1048576 > 225\nunless on (infersight_workload)\n(\n  avg_over_time(workload:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "[30s]) > 1.2 * avg_over_time(workload:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "[30s] offset 30s)\n  or\n  avg_over_time(workload:vllm_kv_cache_usage:max[30s]) > avg_over_time(workload:vllm_kv_cache_usage:max[30s] offset 30s) + " + f.repr($._config["gpu.alerts.memory_leak.kv_usage_rise"]) + "\n  or\n  workload:vllm_process_uptime_seconds:min < 15\n)",
+            "for": "45s",
             "labels": {
               "component": "gpu",
               "severity": "warning",
             },
             "annotations": {
               "summary": "GPU memory keeps growing while the load on it is flat.",
-              "description": "Used framebuffer of GPU {{ $labels.gpu }} ({{ $labels.modelName }}, {{ $labels.UUID }}) on {{ $labels.Hostname }} grew {{ $value | printf \"%.0f\" }} MiB per 10s (threshold 150 MiB) for 30s while the request rate and KV-cache usage of its engines ({{ $labels.infersight_workload }}) stayed flat: likely a memory leak.",
+              "description": "Used framebuffer of GPU {{ $labels.gpu }} ({{ $labels.modelName }}, {{ $labels.UUID }}) on {{ $labels.Hostname }} grew {{ $value | printf \"%.0f\" }} MiB per 30s (threshold 225 MiB) for 45s while the request rate and KV-cache usage of its engines ({{ $labels.infersight_workload }}) stayed flat: likely a memory leak.",
               "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightgpumemoryleak",
             },
           },
@@ -194,6 +194,20 @@ local f = import 'lib/format.libsonnet';
               "summary": "A GPU stopped reporting while its exporter still answers.",
               "description": "GPU {{ $labels.gpu }} ({{ $labels.modelName }}, {{ $labels.UUID }}) on {{ $labels.Hostname }} was reported within the last 1m but is gone from dcgm-exporter {{ $labels.instance }}, which still answers: the GPU fell off the bus (XID 79) or needs a reset, and the engines on it have lost it.",
               "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightgpulost",
+            },
+          },
+          {
+            "alert": "InfersightGPUFieldMissing",
+            "expr": "label_replace(gpu:dcgm_fb_used:bytes unless on (UUID) (DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}), \"field\", \"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS\", \"\", \"\")\nor\nlabel_replace(gpu:dcgm_fb_used:bytes unless on (UUID) DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{" + f.matchers($._config["selectors.dcgm"]) + "}, \"field\", \"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL\", \"\", \"\")\nor\nlabel_replace(gpu:dcgm_fb_used:bytes unless on (UUID) DCGM_FI_DEV_ECC_SBE_VOL_TOTAL{" + f.matchers($._config["selectors.dcgm"]) + "}, \"field\", \"DCGM_FI_DEV_ECC_SBE_VOL_TOTAL\", \"\", \"\")\nor\nlabel_replace(gpu:dcgm_fb_used:bytes unless on (UUID) DCGM_FI_DEV_FB_FREE{" + f.matchers($._config["selectors.dcgm"]) + "}, \"field\", \"DCGM_FI_DEV_FB_FREE\", \"\", \"\")\nor\nlabel_replace(gpu:dcgm_fb_used:bytes unless on (UUID) (DCGM_FI_DEV_GPU_TEMP{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_GPU_TEMP_CELSIUS{" + f.matchers($._config["selectors.dcgm"]) + "}), \"field\", \"DCGM_FI_DEV_GPU_TEMP\", \"\", \"\")\nor\nlabel_replace(gpu:dcgm_fb_used:bytes unless on (UUID) (DCGM_FI_DEV_GPU_UTIL{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_GPU_UTIL_RATIO{" + f.matchers($._config["selectors.dcgm"]) + "}), \"field\", \"DCGM_FI_DEV_GPU_UTIL\", \"\", \"\")\nor\nlabel_replace(gpu:dcgm_fb_used:bytes unless on (UUID) (DCGM_FI_DEV_MEMORY_TEMP{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_MEMORY_TEMP_CELSIUS{" + f.matchers($._config["selectors.dcgm"]) + "}), \"field\", \"DCGM_FI_DEV_MEMORY_TEMP\", \"\", \"\")\nor\nlabel_replace(gpu:dcgm_fb_used:bytes unless on (UUID) DCGM_FI_DEV_MEM_CLOCK{" + f.matchers($._config["selectors.dcgm"]) + "}, \"field\", \"DCGM_FI_DEV_MEM_CLOCK\", \"\", \"\")\nor\nlabel_replace(gpu:dcgm_fb_used:bytes unless on (UUID) DCGM_FI_DEV_MEM_COPY_UTIL{" + f.matchers($._config["selectors.dcgm"]) + "}, \"field\", \"DCGM_FI_DEV_MEM_COPY_UTIL\", \"\", \"\")\nor\nlabel_replace(gpu:dcgm_fb_used:bytes unless on (UUID) (DCGM_FI_DEV_POWER_USAGE{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_BOARD_POWER_WATTS{" + f.matchers($._config["selectors.dcgm"]) + "}), \"field\", \"DCGM_FI_DEV_POWER_USAGE\", \"\", \"\")\nor\nlabel_replace(gpu:dcgm_fb_used:bytes unless on (UUID) DCGM_FI_DEV_SM_CLOCK{" + f.matchers($._config["selectors.dcgm"]) + "}, \"field\", \"DCGM_FI_DEV_SM_CLOCK\", \"\", \"\")\nor\nlabel_replace(gpu:dcgm_fb_used:bytes unless on (UUID) (DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_ROW_REMAP_UNCORRECTABLE_TOTAL{" + f.matchers($._config["selectors.dcgm"]) + "}), \"field\", \"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS\", \"\", \"\")\nor\nlabel_replace(gpu:dcgm_fb_used:bytes unless on (UUID) (DCGM_FI_DEV_XID_ERRORS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_XID_ERROR{" + f.matchers($._config["selectors.dcgm"]) + "}), \"field\", \"DCGM_FI_DEV_XID_ERRORS\", \"\", \"\")",
+            "for": "15s",
+            "labels": {
+              "component": "gpu",
+              "severity": "warning",
+            },
+            "annotations": {
+              "summary": "A GPU reports memory but not a DCGM field the GPU alerts need.",
+              "description": "GPU {{ $labels.gpu }} ({{ $labels.modelName }}, {{ $labels.UUID }}) on {{ $labels.Hostname }} reports DCGM_FI_DEV_FB_USED but not {{ $labels.field }} (for 15s): the alerts that read it cannot fire on this GPU. Its dcgm-exporter counters file leaves the field out (NVIDIA's default one does for the ECC counters and clock-event reasons): deploy the bundle's deploy/dcgm-exporter/dcgm-metrics.csv (README: Enabling every DCGM field the bundle reads), or drop the field from gpu.alerts.field_missing.fields if this GPU cannot report it.",
+              "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightgpufieldmissing",
             },
           },
         ],

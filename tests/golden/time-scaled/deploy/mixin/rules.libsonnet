@@ -25,8 +25,8 @@ local f = import 'lib/format.libsonnet';
             "expr": "gpu:dcgm_fb_used:bytes / gpu:dcgm_fb_total:bytes",
           },
           {
-            "record": "gpu:dcgm_fb_used_bytes:deriv10m",
-            "expr": "deriv(gpu:dcgm_fb_used:bytes[10s])",
+            "record": "gpu:dcgm_fb_used_bytes:deriv30m",
+            "expr": "deriv(gpu:dcgm_fb_used:bytes[30s])",
           },
           {
             "record": "gpu:dcgm_fb_free_bytes:deriv1h",
