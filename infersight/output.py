@@ -34,10 +34,14 @@ def _str_representer(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _str_representer)
 
 
+def comment(header: str) -> str:
+    """``header`` as ``#`` comment lines (YAML, and dcgm-exporter's counters CSV)."""
+    return "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines())
+
+
 def dump_yaml(data: Any, header: str = "") -> str:
     body = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120, default_flow_style=False)
-    prefix = "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines())
-    return prefix + body
+    return comment(header) + body
 
 
 def dump_json(data: Any) -> str:

@@ -1,6 +1,6 @@
 """GPU alerts: memory leak and predicted OOM, hardware health (XID, ECC, throttling,
 temperature), a lost GPU, bandwidth saturation with KV thrash, idle GPUs under a queue, and
-telemetry.
+telemetry (an exporter down, or a GPU without a field the pack needs).
 
 Alerts about "the engines on this GPU" join on ``infersight_workload`` (see
 :mod:`infersight.recording_rules.gpu`). A GPU no vLLM engine maps to is judged on its own
@@ -25,6 +25,7 @@ BANDWIDTH = "InfersightGPUBandwidthKVThrash"
 IDLE = "InfersightGPUIdleWithQueuedRequests"
 TELEMETRY = "InfersightGPUTelemetryDown"
 LOST = "InfersightGPULost"
+FIELD_MISSING = "InfersightGPUFieldMissing"
 
 _BY_WORKLOAD = on((gpu_rules.WORKLOAD_LABEL,))
 # Names one GPU in descriptions, whichever exporter generation wrote it (Hostname is normalised).
@@ -39,9 +40,10 @@ def _warming_up(cfg: Config) -> str:
 def _leak(cfg: Config) -> Alert:
     a = cfg.gpu.alerts.memory_leak
     window = cfg.scaled(a.window)
-    # Restarts and warm-ups are steps: a restart's fall turns the trend negative (resetting for:),
-    # and a step's rise stays in the window for at most its length, which for: outlasts (the config
-    # insists). A slow warm-up creep is what the engines' start time is for.
+    # Restarts and warm-ups are steps: a step lifts the trend for at most one window, a restart's
+    # fall turns it negative (resetting for:) and its re-allocation then lifts it for about half a
+    # window; for: outlasts both (the config insists). A slow warm-up creep is what the engines'
+    # start time is for. Why these defaults: config.gpu.GPULeakAlert.
     growth_mib = f"{gpu_rules.fb_used_trend(cfg)} * {num(window.total_seconds)} / {gpu_rules.MIB}"
 
     # Load is compared window against window (means, not points), so noise in a light load does
@@ -161,6 +163,36 @@ def _lost(cfg: Config) -> Alert:
     )
 
 
+def _field_missing(cfg: Config) -> Alert:
+    """One alert per GPU and missing field: a GPU that reports used memory (so its exporter is
+    up and sees it) but not the field. Matching on UUID alone accepts the field from any exporter
+    generation or scrape of that GPU, and a MIG instance finds its parent GPU's fields."""
+    a = cfg.gpu.alerts.field_missing
+    missing = "\nor\n".join(
+        gpu_rules.label_replace(
+            f"{gpu_rules.per_gpu(cfg, gpu_rules.FB_USED)} unless on (UUID) {gpu_rules.dcgm(cfg, field)}",
+            "field",
+            field,
+            "",
+            "",
+        )
+        for field in a.fields
+    )
+    return tuned_alert(
+        cfg,
+        "gpu",
+        FIELD_MISSING,
+        a,
+        missing,
+        "A GPU reports memory but not a DCGM field the GPU alerts need.",
+        f"{_GPU} reports DCGM_FI_DEV_FB_USED but not {{{{ $labels.field }}}} (for {cfg.scaled(a.for_)}): "
+        "the alerts that read it cannot fire on this GPU. Its dcgm-exporter counters file leaves the field "
+        "out (NVIDIA's default one does for the ECC counters and clock-event reasons): deploy the bundle's "
+        "deploy/dcgm-exporter/dcgm-metrics.csv (README: Enabling every DCGM field the bundle reads), or drop "
+        "the field from gpu.alerts.field_missing.fields if this GPU cannot report it.",
+    )
+
+
 def _throttling(cfg: Config) -> Alert:
     a = cfg.gpu.alerts.throttling
     w = cfg.scaled(a.window)
@@ -274,6 +306,7 @@ def groups(cfg: Config) -> list[RuleGroup]:
         (a.idle_with_queue, _idle),
         (a.telemetry_down, _telemetry),
         (a.lost, _lost),
+        (a.field_missing, _field_missing),
     )
     alerts = tuple(build(cfg) for rule, build in builders if rule.enabled)
     return [RuleGroup("infersight-gpu.alerts", cfg.scaled(cfg.intervals.evaluation), alerts)]

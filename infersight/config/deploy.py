@@ -124,8 +124,11 @@ class DeployTargets(Strict):
 class DeployKubernetes(Strict):
     namespace: str = "monitoring"  # of the PrometheusRule, PodMonitor and ConfigMap manifests
     labels: dict[str, str] = {}  # added to each; match your Prometheus's ruleSelector/podMonitorSelector
+    # Of the dcgm-exporter counters ConfigMap: the exporter's namespace (the GPU Operator's, or
+    # the dcgm-exporter chart's release).
+    dcgm_namespace: str = "gpu-operator"
 
-    @field_validator("namespace")
+    @field_validator("namespace", "dcgm_namespace")
     @classmethod
     def _namespace(cls, v: str) -> str:
         if not _K8S_NAME.match(v):

@@ -7,8 +7,10 @@ import re
 
 from pydantic import Field, field_validator, model_validator
 
+from infersight import catalog
 from infersight.config.common import AlertRule, Fraction, NonNegative, PackSection, Strict, label_names_valid
 from infersight.durations import Duration
+from infersight.inputs import brief
 
 
 class LabelPair(Strict):
@@ -59,10 +61,25 @@ class GPUJoin(Strict):
 
 
 class GPULeakAlert(AlertRule):
-    """Used framebuffer grows steadily while the GPU's engines see flat load."""
+    """Used framebuffer grows steadily while the GPU's engines see flat load.
 
-    growth_mib: float = Field(default=150.0, gt=0)  # growth per window that counts as a leak
-    window: Duration = Duration.parse("10m")  # deriv window; for: is how long the growth must last
+    The defaults come from what vLLM's used framebuffer does (runbook, InfersightGPUMemoryLeak):
+    flat in steady state (the KV cache is allocated up front), steps at start (weights, profiling,
+    KV cache, CUDA graphs), and at a restart a fall then those steps again. A leak is the one shape
+    that keeps rising. The slowest leak to catch is 150 MiB per 10m (15 MiB/min).
+    - The trend is a least-squares slope (deriv) over `window`. A step, of any size, lifts it for at
+      most one window and a restart's fall-then-step for about half of one, so `for:` longer than
+      `window` rejects both by time, not size (the validator below insists).
+    - `window` 30m, not 10m: a single 100 MiB allocator step reads as 150 MiB per 10m over a 10m
+      window (a step S peaks at 1.5 S per window) but as 50 MiB per 10m over 30m.
+    - Threshold half the slowest leak, 7.5 MiB/min = 225 MiB per 30m: a 15 MiB/min leak's trend
+      passes it half a window after the leak starts and settles at twice it.
+    - `for:` 45m = 1.5 windows: a margin past the longest a step keeps the trend up. The 150 MiB per
+      10m leak fires about 60 minutes (window/2 + for:) after it starts, ~900 MiB in.
+    """
+
+    growth_mib: float = Field(default=225.0, gt=0)  # growth per window that counts as a leak
+    window: Duration = Duration.parse("30m")  # deriv window; for: is how long the growth must last
     request_rate_rise: NonNegative = 0.2  # relative rise of the engines' request rate still counted as flat
     kv_usage_rise: Fraction = 0.1  # absolute rise of their KV-cache usage still counted as flat
 
@@ -128,8 +145,46 @@ class GPUIdleQueueAlert(AlertRule):
     min_waiting: float = Field(default=1.0, gt=0)  # requests waiting on the engine
 
 
+# The dcgm-exporter fields the pack's rules read with no fallback (DCGM_FI_DEV_FB_TOTAL and
+# _FB_RESERVED have one: the total is used + free without them). tests/packs/test_gpu_bundle.py
+# holds this to the pack's declared reads.
+NEEDED_DCGM_FIELDS = (
+    "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
+    "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+    "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
+    "DCGM_FI_DEV_FB_FREE",
+    "DCGM_FI_DEV_GPU_TEMP",
+    "DCGM_FI_DEV_GPU_UTIL",
+    "DCGM_FI_DEV_MEMORY_TEMP",
+    "DCGM_FI_DEV_MEM_CLOCK",
+    "DCGM_FI_DEV_MEM_COPY_UTIL",
+    "DCGM_FI_DEV_POWER_USAGE",
+    "DCGM_FI_DEV_SM_CLOCK",
+    "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+    "DCGM_FI_DEV_XID_ERRORS",
+)
+
+
+class GPUFieldMissingAlert(AlertRule):
+    """A GPU reports DCGM_FI_DEV_FB_USED but not one of `fields`: its exporter's counters file
+    leaves the field out, so the alerts reading it can never fire there."""
+
+    # Drop a field your GPUs cannot report (e.g. DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS before
+    # Ampere, the ECC counters with ECC off) rather than silence the alert.
+    fields: list[str] = Field(default_factory=lambda: list(NEEDED_DCGM_FIELDS))
+
+    @field_validator("fields")
+    @classmethod
+    def _dcgm_fields(cls, v: list[str]) -> list[str]:
+        known = {m.name for m in catalog.CATALOG.values() if m.source is catalog.Source.DCGM}
+        for name in v:
+            if name not in known:
+                raise ValueError(f"{brief(name)} is not a dcgm-exporter field of the metric catalog")
+        return v
+
+
 class GPUAlerts(Strict):
-    memory_leak: GPULeakAlert = GPULeakAlert(for_=Duration.parse("30m"), severity="warning")
+    memory_leak: GPULeakAlert = GPULeakAlert(for_=Duration.parse("45m"), severity="warning")
     predicted_oom: GPUPredictedOOMAlert = GPUPredictedOOMAlert(for_=Duration.parse("15m"), severity="warning")
     xid: GPUWindowAlert = GPUWindowAlert(for_=Duration.parse("1m"), severity="warning")
     ecc_double_bit: GPUWindowAlert = GPUWindowAlert(
@@ -143,6 +198,7 @@ class GPUAlerts(Strict):
     idle_with_queue: GPUIdleQueueAlert = GPUIdleQueueAlert(for_=Duration.parse("5m"), severity="warning")
     telemetry_down: AlertRule = AlertRule(for_=Duration.parse("5m"), severity="warning")
     lost: GPUWindowAlert = GPUWindowAlert(for_=Duration.parse("2m"), severity="critical", window=Duration.parse("1h"))
+    field_missing: GPUFieldMissingAlert = GPUFieldMissingAlert(for_=Duration.parse("15m"), severity="warning")
 
 
 class GPU(PackSection):

@@ -3,7 +3,8 @@
 ``artefacts`` takes the typed :class:`~infersight.bundle.Bundle` (every pack's rule groups and
 dashboards, whatever they are) and returns the ``deploy/`` tree as text: the
 kube-prometheus-stack overlay, plain Kubernetes manifests, Grafana provisioning, prometheus.yml,
-alertmanager.yml, an otelcol-contrib config, the autoscaling pack's KEDA ScaledObjects, HPAs and
+alertmanager.yml, an otelcol-contrib config, dcgm-exporter's counters file (with a ConfigMap, chart
+values and a GPU Operator patch), the autoscaling pack's KEDA ScaledObjects, HPAs and
 prometheus-adapter values and, on request, the jsonnet mixin. One module per consumer; this one
 only assembles them. The stage depends on the bundle, never the reverse.
 """
@@ -14,8 +15,18 @@ import json
 from typing import Any
 
 from infersight.bundle import Bundle
-from infersight.deploy import alertmanager, autoscaling, grafana, helm, kubernetes, mixin, otelcol, prometheus
-from infersight.output import dump_yaml
+from infersight.deploy import (
+    alertmanager,
+    autoscaling,
+    dcgm_exporter,
+    grafana,
+    helm,
+    kubernetes,
+    mixin,
+    otelcol,
+    prometheus,
+)
+from infersight.output import comment, dump_yaml
 
 # Files of the deploy/ tree that hold secrets (Alertmanager's webhook URLs): written 0600.
 SECRET_PATHS = frozenset({alertmanager.PATH, helm.ALERTMANAGER_VALUES_PATH})
@@ -36,6 +47,7 @@ def artefacts(bundle: Bundle, *, with_mixin: bool = False) -> dict[str, str]:
     cfg, header = bundle.cfg, bundle.header
     am_config = alertmanager.config(bundle)
     scaled = cfg.autoscaling.models
+    counters = comment(header) + dcgm_exporter.counters_csv()
     out = {
         helm.VALUES_PATH: _yaml(helm.values(bundle), header),
         helm.ALERTMANAGER_VALUES_PATH: _yaml(helm.alertmanager_values(am_config), header),
@@ -49,6 +61,10 @@ def artefacts(bundle: Bundle, *, with_mixin: bool = False) -> dict[str, str]:
         otelcol.PATH: _yaml(otelcol.config(cfg), header),
         autoscaling.KEDA_PATH: _yaml_documents([autoscaling.scaled_object(cfg, m) for m in scaled], header),
         autoscaling.HPA_PATH: _yaml_documents([autoscaling.hpa(cfg, m) for m in scaled], header),
+        dcgm_exporter.COUNTERS_PATH: counters,
+        dcgm_exporter.CONFIG_MAP_PATH: _yaml(dcgm_exporter.config_map(cfg, counters), header),
+        dcgm_exporter.CHART_VALUES_PATH: _yaml(dcgm_exporter.chart_values(), header),
+        dcgm_exporter.OPERATOR_PATCH_PATH: _yaml(dcgm_exporter.operator_patch(), header),
         autoscaling.ADAPTER_VALUES_PATH: _yaml(autoscaling.adapter_values(cfg), header) if scaled else "",
         **(mixin.files(cfg, header) if with_mixin else {}),
     }

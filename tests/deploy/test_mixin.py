@@ -91,6 +91,7 @@ EXPOSED_KEYS = [
     "gpu.alerts.telemetry_down.for",
     "gpu.alerts.lost.for",
     "gpu.alerts.lost.window",
+    "gpu.alerts.field_missing.for",
     "exporters.alerts.down.for",
     "exporters.alerts.stale.for",
     "exporters.alerts.errors.for",

@@ -41,7 +41,7 @@ CFG = validation_profile(
     parse_config({"intervals": {"scrape": "1m", "evaluation": "1m"}, "selectors": {"dcgm": [f'job="{JOB}"']}})
 )
 CHILD = Path(__file__).with_name("vllm_like_leak_child.py")
-STEP_MIB, STEP_EVERY_S = 64, 0.5  # 128 MiB/s: far over the leak threshold (150 MiB per 10 s here)
+STEP_MIB, STEP_EVERY_S = 64, 0.5  # 128 MiB/s: far over the leak threshold (225 MiB per 30 s here)
 MAX_STEPS = 300  # 19 GiB at most, of the card's 141; bounds the run to 150 s
 # Panels that join the GPU to its vLLM engines' load: no vLLM runs on this GPU here.
 NEEDS_VLLM = "workload:vllm_"
@@ -146,7 +146,7 @@ def test_the_leak_shows_in_the_trend_rule_at_the_leaked_rate(stack: GpuStack) ->
 
 def test_the_leak_alert_fires_with_the_real_gpus_labels(stack: GpuStack) -> None:
     firing = f'ALERTS{{alertname="{gpu_alerts.LEAK}", alertstate="firing", UUID="{stack.leak.uuid}"}}'
-    # window 10 s + for: 30 s at time scale 60, plus scrapes and evaluations
+    # window 30 s + for: 45 s at time scale 60, plus scrapes and evaluations
     stack.prometheus.wait_until(lambda: bool(stack.prometheus.query(firing)), 120, f"{gpu_alerts.LEAK} to fire")
     (alert,) = stack.prometheus.query(firing)
     labels = alert["metric"]

@@ -14,7 +14,9 @@ import yaml
 
 from infersight import bundle, bundle_files, catalog
 from infersight.config import Config, ConfigError, parse_config
+from infersight.config.gpu import NEEDED_DCGM_FIELDS
 from infersight.lint import metric_names, substitute
+from infersight.packs import by_name
 from infersight.stack.observed import validation_profile
 from tests.grafana_schema import schema_problems
 
@@ -32,6 +34,7 @@ GPU_ALERTS = {
     "InfersightGPUIdleWithQueuedRequests",
     "InfersightGPUTelemetryDown",
     "InfersightGPULost",
+    "InfersightGPUFieldMissing",
 }
 EXPORTER_ALERTS = {"InfersightExporterDown", "InfersightExporterCollectionStale", "InfersightExporterErrors"}
 
@@ -68,11 +71,11 @@ def test_memory_is_read_in_bytes_from_mib() -> None:
     rules = {r["record"]: r["expr"] for r in _rules(FILES, "recording_rules/gpu.yaml")}
     assert 'DCGM_FI_DEV_FB_USED{job="dcgm-exporter"} * 1048576' in rules["node:dcgm_fb_used:sum_bytes"]
     assert (
-        'deriv(DCGM_FI_DEV_FB_USED{job="dcgm-exporter"}[10m]) * 1048576'
-        in rules["node:dcgm_fb_used_bytes:max_deriv10m"]
+        'deriv(DCGM_FI_DEV_FB_USED{job="dcgm-exporter"}[30m]) * 1048576'
+        in rules["node:dcgm_fb_used_bytes:max_deriv30m"]
     )
     leak = next(r for r in _rules(FILES, "alerts/gpu.yaml") if r["alert"] == "InfersightGPUMemoryLeak")
-    assert 'deriv(DCGM_FI_DEV_FB_USED{job="dcgm-exporter"}[10m]) * 1048576' in leak["expr"]
+    assert 'deriv(DCGM_FI_DEV_FB_USED{job="dcgm-exporter"}[30m]) * 1048576' in leak["expr"]
 
 
 def test_nothing_is_recorded_per_gpu() -> None:
@@ -176,12 +179,12 @@ def test_build_is_deterministic_and_scales_with_time() -> None:
     assert bundle_files.render(bundle.build(Config())) == FILES
     scaled = bundle_files.render(bundle.build(validation_profile()))
     leak = next(r for r in _rules(scaled, "alerts/gpu.yaml") if r["alert"] == "InfersightGPUMemoryLeak")
-    assert leak["for"] == "30s"
-    assert "offset 10s" in leak["expr"]
-    assert 'deriv(DCGM_FI_DEV_FB_USED{job="dcgm-exporter"}[10s])' in leak["expr"]
-    assert "* 10 / 1048576 > 150" in leak["expr"]
+    assert leak["for"] == "45s"
+    assert "offset 30s" in leak["expr"]
+    assert 'deriv(DCGM_FI_DEV_FB_USED{job="dcgm-exporter"}[30s])' in leak["expr"]
+    assert "* 30 / 1048576 > 225" in leak["expr"]
     recorded = {r["record"] for r in _rules(scaled, "recording_rules/gpu.yaml")}
-    assert "node:dcgm_fb_used_bytes:max_deriv10m" in recorded  # the name keeps the nominal window
+    assert "node:dcgm_fb_used_bytes:max_deriv30m" in recorded  # the name keeps the nominal window
 
 
 def test_disabled_alerts_are_left_out() -> None:
@@ -211,3 +214,15 @@ def test_bad_values_name_their_field(data: dict[str, Any], path: str) -> None:
     with pytest.raises(ConfigError) as err:
         parse_config(data)
     assert any(p.startswith(path) for p, _ in err.value.problems), err.value.problems
+
+
+def test_the_field_coverage_alert_checks_every_field_read_without_a_fallback() -> None:
+    dcgm = {n for n in by_name("gpu").reads if catalog.get(n).source is catalog.Source.DCGM}
+    # FB_USED is what the alert holds the others to; the total falls back to used + free
+    # (+ reserved), so a GPU without these two loses nothing
+    assert set(NEEDED_DCGM_FIELDS) == dcgm - {"DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_TOTAL", "DCGM_FI_DEV_FB_RESERVED"}
+
+
+def test_the_field_coverage_alert_refuses_a_field_outside_dcgm() -> None:
+    with pytest.raises(ConfigError, match=r"gpu\.alerts\.field_missing\.fields"):
+        parse_config({"gpu": {"alerts": {"field_missing": {"fields": ["vllm:num_requests_waiting"]}}}})

@@ -584,7 +584,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "The fastest-growing used framebuffer among each node's GPUs, over 10m (deriv), bytes per second. Above the threshold line (150 MiB per 10m) for " + f.duration($._config["gpu.alerts.memory_leak.for"]) + " with flat load is a leak; open the node below to see which GPU.",
+          "description": "The fastest-growing used framebuffer among each node's GPUs, over 30m (deriv), bytes per second. Above the threshold line (225 MiB per 30m) for " + f.duration($._config["gpu.alerts.memory_leak.for"]) + " with flat load is a leak; open the node below to see which GPU.",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -622,7 +622,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "node:dcgm_fb_used_bytes:max_deriv10m{job=~\"$job\"}",
+              "expr": "node:dcgm_fb_used_bytes:max_deriv30m{job=~\"$job\"}",
               "legendFormat": "{{Hostname}}",
               "refId": "A",
             },
@@ -631,7 +631,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "262144",
+              "expr": "131072",
               "legendFormat": "leak threshold",
               "refId": "B",
             },
@@ -1121,7 +1121,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Growth of used framebuffer per GPU over 10m (deriv), bytes per second; a short spike is a warm-up or restart.",
+          "description": "Growth of used framebuffer per GPU over 30m (deriv), bytes per second; a short spike is a warm-up or restart.",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -1159,7 +1159,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(deriv(DCGM_FI_DEV_FB_USED{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"}[10m]) * 1048576, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))\n or \n(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(deriv(DCGM_FI_DEV_FB_USED{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"}[10m]) * 1048576, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))",
+              "expr": "(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(deriv(DCGM_FI_DEV_FB_USED{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", Hostname=~\"$Hostname\"}[30m]) * 1048576, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))\n or \n(label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(deriv(DCGM_FI_DEV_FB_USED{" + f.matchers($._config["selectors.dcgm"]) + ", job=~\"$job\", hostname=~\"$Hostname\"}[30m]) * 1048576, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))",
               "legendFormat": "GPU {{gpu}} ({{modelName}})",
               "refId": "A",
             },
@@ -1168,7 +1168,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "262144",
+              "expr": "131072",
               "legendFormat": "leak threshold",
               "refId": "B",
             },

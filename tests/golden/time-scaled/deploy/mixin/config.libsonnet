@@ -43,7 +43,7 @@
     "kv_cache.alerts.thrash.preemptions_per_second": 0.0,
     "moe.min_expected_tokens_per_expert": 100.0,
     "moe.alerts.imbalance.variance_threshold": 0.0225,
-    "gpu.alerts.memory_leak.for": "30m",
+    "gpu.alerts.memory_leak.for": "45m",
     "gpu.alerts.memory_leak.kv_usage_rise": 0.1,
     "gpu.alerts.throttling.thermal_ratio": 0.1,
     "gpu.alerts.throttling.power_ratio": 0.5,
