@@ -74,6 +74,11 @@ def slo_errors(window: Duration) -> str:
     return record_name("model", "vllm_slo_errors", f"ratio_rate{window}")
 
 
+def slo_requests(window: Duration, kind: str = "") -> str:
+    """Per model and ``slo``: requests per second (``kind`` "") or bad ones (``kind`` "bad")."""
+    return record_name("model", f"vllm_slo_{kind + '_' if kind else ''}requests", f"rate{window}")
+
+
 @dataclass(frozen=True)
 class Cohort:
     """Models sharing one objective and threshold: the default, or one override."""
@@ -169,12 +174,13 @@ def slo_windows(cfg: Config) -> list[Duration]:
     return sorted({w for bw in cfg.slo.burn_windows for w in (bw.long, bw.short)})
 
 
-def _sli_error_ratio(cfg: Config, spec: SLOSpec, cohort: Cohort, window: Duration) -> str:
+def _sli_rates(cfg: Config, spec: SLOSpec, cohort: Cohort, window: Duration) -> tuple[str, str]:
+    """(bad, total) requests per second per model over ``window``, from the raw series."""
     sel = [*cfg.selectors.vllm, *([cohort.matcher] if cohort.matcher else [])]
     w = cfg.scaled(window)
     if spec.name == "availability":
         bad = [*sel, bad_reasons(cfg)]
-        return promql.ratio(
+        return (
             promql.sum_by(MODEL, promql.rate(spec.metric, w, bad)),
             promql.sum_by(MODEL, promql.rate(spec.metric, w, sel)),
         )
@@ -186,31 +192,49 @@ def _sli_error_ratio(cfg: Config, spec: SLOSpec, cohort: Cohort, window: Duratio
             spec.metric, w, [*sel, promql.label_matcher("le", "=~", promql.le_value(cohort.threshold))], "_bucket"
         ),
     )
-    return promql.ratio(f"{total}\n-\n{good}", total)
+    return f"{total}\n-\n{good}", total
 
 
 def _slo_rules(cfg: Config, spec: SLOSpec) -> list[RecordingRule | Alert]:
+    """The shortest window's bad and total rates are recorded per model from the raw series; every
+    longer window (1h to 3d) sums those recordings over time. Rating the raw series over 3 days on
+    every evaluation would read about 17,000 samples per series of every engine (docs/scale.md);
+    the sums read one series per model. A ratio of sums weighs each moment by its traffic, as a
+    rate over the whole window does."""
     rules: list[RecordingRule | Alert] = []
+    shortest, longer = slo_windows(cfg)[0], slo_windows(cfg)[1:]
+    labels = {"slo": spec.name}
     for cohort in spec.cohorts:
         sel = [*cfg.selectors.vllm, *([cohort.matcher] if cohort.matcher else [])]
+        own = [promql.label_matcher("slo", "=", spec.name), *([cohort.matcher] if cohort.matcher else [])]
         # One series per model that exists, holding its objective: alerts and panels divide by it.
         presence = promql.agg("group", MODEL, promql.series("vllm:num_requests_running", sel))
-        rules.append(RecordingRule(SLO_OBJECTIVE, f"{cohort.objective} * {presence}", {"slo": spec.name}))
-        for window in slo_windows(cfg):
-            rules.append(
-                RecordingRule(slo_errors(window), _sli_error_ratio(cfg, spec, cohort, window), {"slo": spec.name})
-            )
+        rules.append(RecordingRule(SLO_OBJECTIVE, f"{cohort.objective} * {presence}", labels))
+        bad, total = _sli_rates(cfg, spec, cohort, shortest)
+        bad_name, total_name = slo_requests(shortest, "bad"), slo_requests(shortest)
+        rules += [
+            RecordingRule(bad_name, bad, labels),
+            RecordingRule(total_name, total, labels),
+            RecordingRule(
+                slo_errors(shortest),
+                promql.ratio(promql.recorded(bad_name, own), promql.recorded(total_name, own)),
+                labels,
+            ),
+        ]
+        for window in longer:
+            w = cfg.scaled(window)
+            summed = (promql.over_time("sum", promql.recorded(n, own), w) for n in (bad_name, total_name))
+            rules.append(RecordingRule(slo_errors(window), promql.ratio(*summed), labels))
     # The period is too long to rate() cheaply; average the shortest window instead (as Sloth does).
-    shortest = slo_errors(slo_windows(cfg)[0])
     rules.append(
         RecordingRule(
             slo_errors(cfg.slo.period),
             promql.over_time(
                 "avg",
-                promql.recorded(shortest, [promql.label_matcher("slo", "=", spec.name)]),
+                promql.recorded(slo_errors(shortest), [promql.label_matcher("slo", "=", spec.name)]),
                 cfg.scaled(cfg.slo.period),
             ),
-            {"slo": spec.name},
+            labels,
         )
     )
     return rules

@@ -400,50 +400,64 @@ local f = import 'lib/format.libsonnet';
             },
           },
           {
+            "record": "model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]),
+            "expr": "sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", finished_reason=~\"abort|error\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]))",
+            "labels": {
+              "slo": "availability",
+            },
+          },
+          {
+            "record": "model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]),
+            "expr": "sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]))",
+            "labels": {
+              "slo": "availability",
+            },
+          },
+          {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.0.short"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", finished_reason=~\"abort|error\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.0.short"]) + "])))",
+            "expr": "(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\"})\n/\n(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\"})",
             "labels": {
               "slo": "availability",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.1.short"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", finished_reason=~\"abort|error\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.1.short"]) + "])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]))",
             "labels": {
               "slo": "availability",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.0.long"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", finished_reason=~\"abort|error\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.0.long"]) + "])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]))",
             "labels": {
               "slo": "availability",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.2.short"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", finished_reason=~\"abort|error\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.2.short"]) + "])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]))",
             "labels": {
               "slo": "availability",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate6h",
-            "expr": "(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", finished_reason=~\"abort|error\"}[6h])))\n/\n(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + "}[6h])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\"}[6h]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\"}[6h]))",
             "labels": {
               "slo": "availability",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.2.long"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", finished_reason=~\"abort|error\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.2.long"]) + "])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]))",
             "labels": {
               "slo": "availability",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.3.long"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", finished_reason=~\"abort|error\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.3.long"]) + "])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]))",
             "labels": {
               "slo": "availability",
             },
@@ -469,50 +483,64 @@ local f = import 'lib/format.libsonnet';
             },
           },
           {
+            "record": "model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]),
+            "expr": "sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]))\n-\nsum by (job, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"2\\\\.5\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]))",
+            "labels": {
+              "slo": "ttft",
+            },
+          },
+          {
+            "record": "model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]),
+            "expr": "sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]))",
+            "labels": {
+              "slo": "ttft",
+            },
+          },
+          {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.0.short"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]))\n-\nsum by (job, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"2\\\\.5\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.0.short"]) + "])))",
+            "expr": "(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\"})\n/\n(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\"})",
             "labels": {
               "slo": "ttft",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.1.short"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]))\n-\nsum by (job, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"2\\\\.5\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.1.short"]) + "])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]))",
             "labels": {
               "slo": "ttft",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.0.long"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]))\n-\nsum by (job, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"2\\\\.5\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.0.long"]) + "])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]))",
             "labels": {
               "slo": "ttft",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.2.short"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]))\n-\nsum by (job, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"2\\\\.5\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.2.short"]) + "])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]))",
             "labels": {
               "slo": "ttft",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate6h",
-            "expr": "(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[6h]))\n-\nsum by (job, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"2\\\\.5\"}[6h])))\n/\n(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[6h])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\"}[6h]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\"}[6h]))",
             "labels": {
               "slo": "ttft",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.2.long"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]))\n-\nsum by (job, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"2\\\\.5\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.2.long"]) + "])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]))",
             "labels": {
               "slo": "ttft",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.3.long"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]))\n-\nsum by (job, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"2\\\\.5\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.3.long"]) + "])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]))",
             "labels": {
               "slo": "ttft",
             },
@@ -538,50 +566,64 @@ local f = import 'lib/format.libsonnet';
             },
           },
           {
+            "record": "model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]),
+            "expr": "sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.0.short"]) + "])))\n-\nsum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"0\\\\.1\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"0\\\\.1\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "])))",
+            "labels": {
+              "slo": "itl",
+            },
+          },
+          {
+            "record": "model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]),
+            "expr": "sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.0.short"]) + "])))",
+            "labels": {
+              "slo": "itl",
+            },
+          },
+          {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.0.short"]),
-            "expr": "(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.0.short"]) + "])))\n-\nsum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"0\\\\.1\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"0\\\\.1\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]))))\n/\n(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]))))",
+            "expr": "(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\"})\n/\n(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\"})",
             "labels": {
               "slo": "itl",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.1.short"]),
-            "expr": "(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.1.short"]) + "])))\n-\nsum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"0\\\\.1\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"0\\\\.1\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]))))\n/\n(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]))))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]))",
             "labels": {
               "slo": "itl",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.0.long"]),
-            "expr": "(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.0.long"]) + "])))\n-\nsum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"0\\\\.1\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"0\\\\.1\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]))))\n/\n(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]))))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]))",
             "labels": {
               "slo": "itl",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.2.short"]),
-            "expr": "(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.2.short"]) + "])))\n-\nsum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"0\\\\.1\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"0\\\\.1\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]))))\n/\n(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]))))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]))",
             "labels": {
               "slo": "itl",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate6h",
-            "expr": "(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[6h]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[6h])))\n-\nsum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"0\\\\.1\"}[6h]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"0\\\\.1\"}[6h]))))\n/\n(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[6h]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[6h]))))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\"}[6h]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\"}[6h]))",
             "labels": {
               "slo": "itl",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.2.long"]),
-            "expr": "(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.2.long"]) + "])))\n-\nsum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"0\\\\.1\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"0\\\\.1\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]))))\n/\n(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]))))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]))",
             "labels": {
               "slo": "itl",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.3.long"]),
-            "expr": "(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.3.long"]) + "])))\n-\nsum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"0\\\\.1\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"0\\\\.1\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]))))\n/\n(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]))))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]))",
             "labels": {
               "slo": "itl",
             },

@@ -464,7 +464,7 @@ local f = import 'lib/format.libsonnet';
         ],
       },
       {
-        "name": "infersight-serving-slo-availability.rules",
+        "name": "infersight-serving-slo-availability-1.rules",
         "interval": f.duration($._config["intervals.evaluation"]),
         "rules": [
           {
@@ -475,50 +475,64 @@ local f = import 'lib/format.libsonnet';
             },
           },
           {
+            "record": "model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]),
+            "expr": "sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\", finished_reason=~\"abort|error\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]))",
+            "labels": {
+              "slo": "availability",
+            },
+          },
+          {
+            "record": "model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]),
+            "expr": "sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]))",
+            "labels": {
+              "slo": "availability",
+            },
+          },
+          {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.0.short"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\", finished_reason=~\"abort|error\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "])))",
+            "expr": "(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\", model_name!~\"tiny-moe\"})\n/\n(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\", model_name!~\"tiny-moe\"})",
             "labels": {
               "slo": "availability",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.1.short"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\", finished_reason=~\"abort|error\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]))",
             "labels": {
               "slo": "availability",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.0.long"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\", finished_reason=~\"abort|error\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]))",
             "labels": {
               "slo": "availability",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.2.short"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\", finished_reason=~\"abort|error\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]))",
             "labels": {
               "slo": "availability",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate6h",
-            "expr": "(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\", finished_reason=~\"abort|error\"}[6h])))\n/\n(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[6h])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\", model_name!~\"tiny-moe\"}[6h]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\", model_name!~\"tiny-moe\"}[6h]))",
             "labels": {
               "slo": "availability",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.2.long"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\", finished_reason=~\"abort|error\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]))",
             "labels": {
               "slo": "availability",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.3.long"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\", finished_reason=~\"abort|error\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]))",
             "labels": {
               "slo": "availability",
             },
@@ -531,54 +545,74 @@ local f = import 'lib/format.libsonnet';
             },
           },
           {
+            "record": "model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]),
+            "expr": "sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\", finished_reason=~\"abort|error\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]))",
+            "labels": {
+              "slo": "availability",
+            },
+          },
+          {
+            "record": "model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]),
+            "expr": "sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]))",
+            "labels": {
+              "slo": "availability",
+            },
+          },
+          {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.0.short"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\", finished_reason=~\"abort|error\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "])))",
+            "expr": "(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\", model_name=\"tiny-moe\"})\n/\n(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\", model_name=\"tiny-moe\"})",
             "labels": {
               "slo": "availability",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.1.short"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\", finished_reason=~\"abort|error\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]))",
             "labels": {
               "slo": "availability",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.0.long"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\", finished_reason=~\"abort|error\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]))",
             "labels": {
               "slo": "availability",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.2.short"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\", finished_reason=~\"abort|error\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]))",
             "labels": {
               "slo": "availability",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate6h",
-            "expr": "(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\", finished_reason=~\"abort|error\"}[6h])))\n/\n(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[6h])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\", model_name=\"tiny-moe\"}[6h]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\", model_name=\"tiny-moe\"}[6h]))",
             "labels": {
               "slo": "availability",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.2.long"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\", finished_reason=~\"abort|error\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]))",
             "labels": {
               "slo": "availability",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.3.long"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\", finished_reason=~\"abort|error\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]))",
             "labels": {
               "slo": "availability",
             },
           },
+        ],
+      },
+      {
+        "name": "infersight-serving-slo-availability-2.rules",
+        "interval": f.duration($._config["intervals.evaluation"]),
+        "rules": [
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.period"]),
             "expr": "avg_over_time(model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\"}[" + f.duration($._config["slo.period"]) + "])",
@@ -589,7 +623,7 @@ local f = import 'lib/format.libsonnet';
         ],
       },
       {
-        "name": "infersight-serving-slo-ttft.rules",
+        "name": "infersight-serving-slo-ttft-1.rules",
         "interval": f.duration($._config["intervals.evaluation"]),
         "rules": [
           {
@@ -600,50 +634,64 @@ local f = import 'lib/format.libsonnet';
             },
           },
           {
+            "record": "model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]),
+            "expr": "sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]))\n-\nsum by (job, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\", le=~\"2\\\\.5\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]))",
+            "labels": {
+              "slo": "ttft",
+            },
+          },
+          {
+            "record": "model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]),
+            "expr": "sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]))",
+            "labels": {
+              "slo": "ttft",
+            },
+          },
+          {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.0.short"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]))\n-\nsum by (job, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\", le=~\"2\\\\.5\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "])))",
+            "expr": "(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\", model_name!~\"tiny-moe\"})\n/\n(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\", model_name!~\"tiny-moe\"})",
             "labels": {
               "slo": "ttft",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.1.short"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]))\n-\nsum by (job, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\", le=~\"2\\\\.5\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]))",
             "labels": {
               "slo": "ttft",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.0.long"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]))\n-\nsum by (job, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\", le=~\"2\\\\.5\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]))",
             "labels": {
               "slo": "ttft",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.2.short"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]))\n-\nsum by (job, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\", le=~\"2\\\\.5\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]))",
             "labels": {
               "slo": "ttft",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate6h",
-            "expr": "(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[6h]))\n-\nsum by (job, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\", le=~\"2\\\\.5\"}[6h])))\n/\n(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[6h])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\", model_name!~\"tiny-moe\"}[6h]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\", model_name!~\"tiny-moe\"}[6h]))",
             "labels": {
               "slo": "ttft",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.2.long"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]))\n-\nsum by (job, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\", le=~\"2\\\\.5\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]))",
             "labels": {
               "slo": "ttft",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.3.long"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]))\n-\nsum by (job, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\", le=~\"2\\\\.5\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]))",
             "labels": {
               "slo": "ttft",
             },
@@ -656,54 +704,74 @@ local f = import 'lib/format.libsonnet';
             },
           },
           {
+            "record": "model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]),
+            "expr": "sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]))\n-\nsum by (job, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\", le=~\"5|5\\\\.0\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]))",
+            "labels": {
+              "slo": "ttft",
+            },
+          },
+          {
+            "record": "model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]),
+            "expr": "sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]))",
+            "labels": {
+              "slo": "ttft",
+            },
+          },
+          {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.0.short"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]))\n-\nsum by (job, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\", le=~\"5|5\\\\.0\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "])))",
+            "expr": "(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\", model_name=\"tiny-moe\"})\n/\n(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\", model_name=\"tiny-moe\"})",
             "labels": {
               "slo": "ttft",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.1.short"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]))\n-\nsum by (job, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\", le=~\"5|5\\\\.0\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]))",
             "labels": {
               "slo": "ttft",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.0.long"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]))\n-\nsum by (job, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\", le=~\"5|5\\\\.0\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]))",
             "labels": {
               "slo": "ttft",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.2.short"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]))\n-\nsum by (job, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\", le=~\"5|5\\\\.0\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]))",
             "labels": {
               "slo": "ttft",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate6h",
-            "expr": "(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[6h]))\n-\nsum by (job, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\", le=~\"5|5\\\\.0\"}[6h])))\n/\n(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[6h])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\", model_name=\"tiny-moe\"}[6h]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\", model_name=\"tiny-moe\"}[6h]))",
             "labels": {
               "slo": "ttft",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.2.long"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]))\n-\nsum by (job, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\", le=~\"5|5\\\\.0\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]))",
             "labels": {
               "slo": "ttft",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.3.long"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]))\n-\nsum by (job, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\", le=~\"5|5\\\\.0\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "])))\n/\n(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]))",
             "labels": {
               "slo": "ttft",
             },
           },
+        ],
+      },
+      {
+        "name": "infersight-serving-slo-ttft-2.rules",
+        "interval": f.duration($._config["intervals.evaluation"]),
+        "rules": [
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.period"]),
             "expr": "avg_over_time(model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\"}[" + f.duration($._config["slo.period"]) + "])",
@@ -714,7 +782,7 @@ local f = import 'lib/format.libsonnet';
         ],
       },
       {
-        "name": "infersight-serving-slo-itl.rules",
+        "name": "infersight-serving-slo-itl-1.rules",
         "interval": f.duration($._config["intervals.evaluation"]),
         "rules": [
           {
@@ -725,50 +793,64 @@ local f = import 'lib/format.libsonnet';
             },
           },
           {
+            "record": "model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]),
+            "expr": "sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "])))\n-\nsum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\", le=~\"0\\\\.1\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\", le=~\"0\\\\.1\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "])))",
+            "labels": {
+              "slo": "itl",
+            },
+          },
+          {
+            "record": "model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]),
+            "expr": "sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "])))",
+            "labels": {
+              "slo": "itl",
+            },
+          },
+          {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.0.short"]),
-            "expr": "(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "])))\n-\nsum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\", le=~\"0\\\\.1\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\", le=~\"0\\\\.1\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]))))\n/\n(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]))))",
+            "expr": "(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\", model_name!~\"tiny-moe\"})\n/\n(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\", model_name!~\"tiny-moe\"})",
             "labels": {
               "slo": "itl",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.1.short"]),
-            "expr": "(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "])))\n-\nsum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\", le=~\"0\\\\.1\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\", le=~\"0\\\\.1\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]))))\n/\n(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]))))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]))",
             "labels": {
               "slo": "itl",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.0.long"]),
-            "expr": "(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "])))\n-\nsum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\", le=~\"0\\\\.1\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\", le=~\"0\\\\.1\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]))))\n/\n(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]))))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]))",
             "labels": {
               "slo": "itl",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.2.short"]),
-            "expr": "(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "])))\n-\nsum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\", le=~\"0\\\\.1\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\", le=~\"0\\\\.1\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]))))\n/\n(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]))))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]))",
             "labels": {
               "slo": "itl",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate6h",
-            "expr": "(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[6h]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[6h])))\n-\nsum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\", le=~\"0\\\\.1\"}[6h]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\", le=~\"0\\\\.1\"}[6h]))))\n/\n(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[6h]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[6h]))))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\", model_name!~\"tiny-moe\"}[6h]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\", model_name!~\"tiny-moe\"}[6h]))",
             "labels": {
               "slo": "itl",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.2.long"]),
-            "expr": "(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "])))\n-\nsum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\", le=~\"0\\\\.1\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\", le=~\"0\\\\.1\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]))))\n/\n(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]))))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]))",
             "labels": {
               "slo": "itl",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.3.long"]),
-            "expr": "(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "])))\n-\nsum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\", le=~\"0\\\\.1\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\", le=~\"0\\\\.1\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]))))\n/\n(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]))))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\", model_name!~\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]))",
             "labels": {
               "slo": "itl",
             },
@@ -781,54 +863,74 @@ local f = import 'lib/format.libsonnet';
             },
           },
           {
+            "record": "model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]),
+            "expr": "sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "])))\n-\nsum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\", le=~\"0\\\\.2\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\", le=~\"0\\\\.2\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "])))",
+            "labels": {
+              "slo": "itl",
+            },
+          },
+          {
+            "record": "model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]),
+            "expr": "sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "])))",
+            "labels": {
+              "slo": "itl",
+            },
+          },
+          {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.0.short"]),
-            "expr": "(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "])))\n-\nsum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\", le=~\"0\\\\.2\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\", le=~\"0\\\\.2\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]))))\n/\n(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.short"]) + "]))))",
+            "expr": "(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\", model_name=\"tiny-moe\"})\n/\n(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\", model_name=\"tiny-moe\"})",
             "labels": {
               "slo": "itl",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.1.short"]),
-            "expr": "(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "])))\n-\nsum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\", le=~\"0\\\\.2\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\", le=~\"0\\\\.2\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]))))\n/\n(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]))))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.1.short"]) + "]))",
             "labels": {
               "slo": "itl",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.0.long"]),
-            "expr": "(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "])))\n-\nsum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\", le=~\"0\\\\.2\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\", le=~\"0\\\\.2\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]))))\n/\n(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]))))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.0.long"]) + "]))",
             "labels": {
               "slo": "itl",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.2.short"]),
-            "expr": "(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "])))\n-\nsum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\", le=~\"0\\\\.2\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\", le=~\"0\\\\.2\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]))))\n/\n(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]))))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.short"]) + "]))",
             "labels": {
               "slo": "itl",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate6h",
-            "expr": "(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[6h]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[6h])))\n-\nsum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\", le=~\"0\\\\.2\"}[6h]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\", le=~\"0\\\\.2\"}[6h]))))\n/\n(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[6h]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[6h]))))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\", model_name=\"tiny-moe\"}[6h]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\", model_name=\"tiny-moe\"}[6h]))",
             "labels": {
               "slo": "itl",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.2.long"]),
-            "expr": "(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "])))\n-\nsum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\", le=~\"0\\\\.2\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\", le=~\"0\\\\.2\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]))))\n/\n(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]))))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.2.long"]) + "]))",
             "labels": {
               "slo": "itl",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.3.long"]),
-            "expr": "(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "])))\n-\nsum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\", le=~\"0\\\\.2\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\", le=~\"0\\\\.2\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]))))\n/\n(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]))))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\", model_name=\"tiny-moe\"}[" + f.duration($._config["slo.burn_windows.3.long"]) + "]))",
             "labels": {
               "slo": "itl",
             },
           },
+        ],
+      },
+      {
+        "name": "infersight-serving-slo-itl-2.rules",
+        "interval": f.duration($._config["intervals.evaluation"]),
+        "rules": [
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.period"]),
             "expr": "avg_over_time(model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\"}[" + f.duration($._config["slo.period"]) + "])",

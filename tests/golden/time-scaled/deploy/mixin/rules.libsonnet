@@ -400,50 +400,64 @@ local f = import 'lib/format.libsonnet';
             },
           },
           {
+            "record": "model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]),
+            "expr": "sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", finished_reason=~\"abort|error\"}[5s]))",
+            "labels": {
+              "slo": "availability",
+            },
+          },
+          {
+            "record": "model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]),
+            "expr": "sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))",
+            "labels": {
+              "slo": "availability",
+            },
+          },
+          {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.0.short"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", finished_reason=~\"abort|error\"}[5s])))\n/\n(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s])))",
+            "expr": "(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\"})\n/\n(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\"})",
             "labels": {
               "slo": "availability",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.1.short"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", finished_reason=~\"abort|error\"}[30s])))\n/\n(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + "}[30s])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\"}[30s]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\"}[30s]))",
             "labels": {
               "slo": "availability",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.0.long"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", finished_reason=~\"abort|error\"}[1m])))\n/\n(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + "}[1m])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\"}[1m]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\"}[1m]))",
             "labels": {
               "slo": "availability",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.2.short"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", finished_reason=~\"abort|error\"}[2m])))\n/\n(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + "}[2m])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\"}[2m]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\"}[2m]))",
             "labels": {
               "slo": "availability",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate6h",
-            "expr": "(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", finished_reason=~\"abort|error\"}[6m])))\n/\n(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + "}[6m])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\"}[6m]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\"}[6m]))",
             "labels": {
               "slo": "availability",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.2.long"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", finished_reason=~\"abort|error\"}[24m])))\n/\n(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + "}[24m])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\"}[24m]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\"}[24m]))",
             "labels": {
               "slo": "availability",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.3.long"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + ", finished_reason=~\"abort|error\"}[72m])))\n/\n(sum by (job, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + "}[72m])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\"}[72m]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\"}[72m]))",
             "labels": {
               "slo": "availability",
             },
@@ -469,50 +483,64 @@ local f = import 'lib/format.libsonnet';
             },
           },
           {
+            "record": "model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]),
+            "expr": "sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))\n-\nsum by (job, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"2\\\\.5\"}[5s]))",
+            "labels": {
+              "slo": "ttft",
+            },
+          },
+          {
+            "record": "model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]),
+            "expr": "sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))",
+            "labels": {
+              "slo": "ttft",
+            },
+          },
+          {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.0.short"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))\n-\nsum by (job, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"2\\\\.5\"}[5s])))\n/\n(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[5s])))",
+            "expr": "(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\"})\n/\n(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\"})",
             "labels": {
               "slo": "ttft",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.1.short"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[30s]))\n-\nsum by (job, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"2\\\\.5\"}[30s])))\n/\n(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[30s])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\"}[30s]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\"}[30s]))",
             "labels": {
               "slo": "ttft",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.0.long"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[1m]))\n-\nsum by (job, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"2\\\\.5\"}[1m])))\n/\n(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[1m])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\"}[1m]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\"}[1m]))",
             "labels": {
               "slo": "ttft",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.2.short"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[2m]))\n-\nsum by (job, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"2\\\\.5\"}[2m])))\n/\n(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[2m])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\"}[2m]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\"}[2m]))",
             "labels": {
               "slo": "ttft",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate6h",
-            "expr": "(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[6m]))\n-\nsum by (job, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"2\\\\.5\"}[6m])))\n/\n(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[6m])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\"}[6m]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\"}[6m]))",
             "labels": {
               "slo": "ttft",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.2.long"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[24m]))\n-\nsum by (job, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"2\\\\.5\"}[24m])))\n/\n(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[24m])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\"}[24m]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\"}[24m]))",
             "labels": {
               "slo": "ttft",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.3.long"]),
-            "expr": "(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[72m]))\n-\nsum by (job, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"2\\\\.5\"}[72m])))\n/\n(sum by (job, model_name) (rate(vllm:time_to_first_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[72m])))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\"}[72m]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\"}[72m]))",
             "labels": {
               "slo": "ttft",
             },
@@ -538,50 +566,64 @@ local f = import 'lib/format.libsonnet';
             },
           },
           {
+            "record": "model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]),
+            "expr": "sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[5s]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[5s])))\n-\nsum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"0\\\\.1\"}[5s]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"0\\\\.1\"}[5s])))",
+            "labels": {
+              "slo": "itl",
+            },
+          },
+          {
+            "record": "model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]),
+            "expr": "sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[5s]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[5s])))",
+            "labels": {
+              "slo": "itl",
+            },
+          },
+          {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.0.short"]),
-            "expr": "(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[5s]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[5s])))\n-\nsum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"0\\\\.1\"}[5s]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"0\\\\.1\"}[5s]))))\n/\n(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[5s]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))))",
+            "expr": "(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\"})\n/\n(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\"})",
             "labels": {
               "slo": "itl",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.1.short"]),
-            "expr": "(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[30s]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[30s])))\n-\nsum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"0\\\\.1\"}[30s]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"0\\\\.1\"}[30s]))))\n/\n(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[30s]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[30s]))))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\"}[30s]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\"}[30s]))",
             "labels": {
               "slo": "itl",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.0.long"]),
-            "expr": "(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[1m]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[1m])))\n-\nsum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"0\\\\.1\"}[1m]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"0\\\\.1\"}[1m]))))\n/\n(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[1m]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[1m]))))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\"}[1m]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\"}[1m]))",
             "labels": {
               "slo": "itl",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.2.short"]),
-            "expr": "(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[2m]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[2m])))\n-\nsum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"0\\\\.1\"}[2m]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"0\\\\.1\"}[2m]))))\n/\n(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[2m]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[2m]))))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\"}[2m]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\"}[2m]))",
             "labels": {
               "slo": "itl",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate6h",
-            "expr": "(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[6m]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[6m])))\n-\nsum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"0\\\\.1\"}[6m]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"0\\\\.1\"}[6m]))))\n/\n(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[6m]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[6m]))))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\"}[6m]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\"}[6m]))",
             "labels": {
               "slo": "itl",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.2.long"]),
-            "expr": "(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[24m]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[24m])))\n-\nsum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"0\\\\.1\"}[24m]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"0\\\\.1\"}[24m]))))\n/\n(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[24m]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[24m]))))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\"}[24m]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\"}[24m]))",
             "labels": {
               "slo": "itl",
             },
           },
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.3.long"]),
-            "expr": "(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[72m]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[72m])))\n-\nsum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"0\\\\.1\"}[72m]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=~\"0\\\\.1\"}[72m]))))\n/\n(sum by (job, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[72m]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[72m]))))",
+            "expr": "(sum_over_time(model:vllm_slo_bad_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\"}[72m]))\n/\n(sum_over_time(model:vllm_slo_requests:rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\"}[72m]))",
             "labels": {
               "slo": "itl",
             },
