@@ -44,7 +44,7 @@ def _leak(cfg: Config) -> Alert:
     # fall turns it negative (resetting for:) and its re-allocation then lifts it for about half a
     # window; for: outlasts both (the config insists). A slow warm-up creep is what the engines'
     # start time is for. Why these defaults: config.gpu.GPULeakAlert.
-    growth_mib = f"{gpu_rules.fb_used_trend(cfg)} * {num(window.total_seconds)} / {gpu_rules.MIB}"
+    growth_mib = f"{gpu_rules.fb_used_trend(cfg, raw=True)} * {num(window.total_seconds)} / {gpu_rules.MIB}"
 
     # Load is compared window against window (means, not points), so noise in a light load does
     # not read as a rise.
@@ -58,7 +58,9 @@ def _leak(cfg: Config) -> Alert:
         f"  or\n  {mean(kv_usage)} > {mean(kv_usage, before)} + {num(a.kv_usage_rise)}\n"
         f"  or\n  {_warming_up(cfg)}"
     )
-    expr = f"{growth_mib} > {num(a.growth_mib)}\nunless {_BY_WORKLOAD}\n(\n{load_rising}\n)"
+    # Filtered before it is normalised: only growing GPUs pay for the label_replace chain.
+    growing = gpu_rules.normalise(cfg, f"{growth_mib} > {num(a.growth_mib)}")
+    expr = f"{growing}\nunless {_BY_WORKLOAD}\n(\n{load_rising}\n)"
     return tuned_alert(
         cfg,
         "gpu",
@@ -76,10 +78,13 @@ def _predicted_oom(cfg: Config) -> Alert:
     a = cfg.gpu.alerts.predicted_oom
     within = cfg.scaled(a.within).total_seconds
     expr = (  # the value is hours: a description that rounds them survives a scrape's jitter
-        f"(\n  (\n{gpu_rules.time_to_oom(cfg)}\n  ) / 3600 < {num(within / 3600)}\n  and\n  "
-        + gpu_rules.over_time(cfg, "predict_linear", gpu_rules.FB_FREE, a.short_window, args=num(within))
-        + " < 0\n)\n"
-        f"unless {_BY_WORKLOAD}\n{_warming_up(cfg)}"
+        gpu_rules.normalise(
+            cfg,
+            f"(\n{gpu_rules.time_to_oom(cfg, raw=True)}\n) / 3600 < {num(within / 3600)}\nand\n"
+            + gpu_rules.over_time(cfg, "predict_linear", gpu_rules.FB_FREE, a.short_window, args=num(within), raw=True)
+            + " < 0",
+        )
+        + f"\nunless {_BY_WORKLOAD}\n{_warming_up(cfg)}"
     )
     return tuned_alert(
         cfg,
@@ -146,9 +151,12 @@ def _lost(cfg: Config) -> Alert:
     counting as lost. The labels are the GPU's last, pod included, so inhibition finds its engines."""
     a = cfg.gpu.alerts.lost
     expr = (
-        gpu_rules.over_time(cfg, "last_over_time", gpu_rules.FB_USED, a.window)
-        + f"\nunless on (UUID)\n{gpu_rules.dcgm(cfg, gpu_rules.FB_USED.metric)}\n"
-        f"and on (job, instance)\n{promql.series('up', cfg.selectors.dcgm)} == 1"
+        gpu_rules.normalise(
+            cfg,
+            gpu_rules.over_time(cfg, "last_over_time", gpu_rules.FB_USED, a.window, raw=True)
+            + f"\nunless on (UUID)\n{gpu_rules.dcgm(cfg, gpu_rules.FB_USED.metric)}",
+        )
+        + f"\nand on (job, instance)\n{promql.series('up', cfg.selectors.dcgm)} == 1"
     )
     return tuned_alert(
         cfg,
@@ -168,15 +176,18 @@ def _field_missing(cfg: Config) -> Alert:
     up and sees it) but not the field. Matching on UUID alone accepts the field from any exporter
     generation or scrape of that GPU, and a MIG instance finds its parent GPU's fields."""
     a = cfg.gpu.alerts.field_missing
-    missing = "\nor\n".join(
-        gpu_rules.label_replace(
-            f"{gpu_rules.per_gpu(cfg, gpu_rules.FB_USED)} unless on (UUID) {gpu_rules.dcgm(cfg, field)}",
-            "field",
-            field,
-            "",
-            "",
-        )
-        for field in a.fields
+    missing = gpu_rules.normalise(
+        cfg,
+        "\nor\n".join(
+            gpu_rules.label_replace(
+                f"{gpu_rules.per_gpu(cfg, gpu_rules.FB_USED, raw=True)} unless on (UUID) {gpu_rules.dcgm(cfg, field)}",
+                "field",
+                field,
+                "",
+                "",
+            )
+            for field in a.fields
+        ),
     )
     return tuned_alert(
         cfg,
@@ -200,9 +211,12 @@ def _throttling(cfg: Config) -> Alert:
     # A subquery at the evaluation interval: the reasons are bits of one gauge, so there is no
     # raw series per reason to take avg_over_time of.
     step = cfg.scaled(cfg.intervals.evaluation)
-    expr = "\nor\n".join(
-        f"avg_over_time((\n{gpu_rules.throttle(cfg, reasons=(reason,))}\n)[{w}:{step}]) > {num(ratio)}"
-        for reason, ratio in ratios.items()
+    expr = gpu_rules.normalise(
+        cfg,
+        "\nor\n".join(
+            f"avg_over_time((\n{gpu_rules.throttle(cfg, reasons=(reason,), raw=True)}\n)[{w}:{step}]) > {num(ratio)}"
+            for reason, ratio in ratios.items()
+        ),
     )
     return tuned_alert(
         cfg,
@@ -224,7 +238,7 @@ def _temperature(cfg: Config) -> Alert:
         "gpu",
         TEMPERATURE,
         a,
-        f"{gpu_rules.per_gpu(cfg, gpu_rules.TEMP)} > {num(a.celsius)}",
+        gpu_rules.normalise(cfg, f"{gpu_rules.per_gpu(cfg, gpu_rules.TEMP, raw=True)} > {num(a.celsius)}"),
         "A GPU runs hot.",
         f"{_GPU} is at {{{{ $value }}}} °C (threshold {num(a.celsius)} °C); it will throttle near its slowdown "
         "temperature.",
@@ -235,9 +249,12 @@ def _bandwidth(cfg: Config) -> Alert:
     a = cfg.gpu.alerts.bandwidth_kv_thrash
     rate = cfg.scaled(cfg.intervals.rate)
     expr = (
-        gpu_rules.over_time(cfg, "avg_over_time", gpu_rules.MEM_COPY, cfg.intervals.rate)
-        + f" > {num(a.mem_copy_ratio)}\n"
-        f"and {_BY_WORKLOAD}\n{gpu_rules.workload_preemptions(cfg)} > {num(a.preemptions_per_second)}"
+        gpu_rules.normalise(
+            cfg,
+            gpu_rules.over_time(cfg, "avg_over_time", gpu_rules.MEM_COPY, cfg.intervals.rate, raw=True)
+            + f" > {num(a.mem_copy_ratio)}",
+        )
+        + f"\nand {_BY_WORKLOAD}\n{gpu_rules.workload_preemptions(cfg)} > {num(a.preemptions_per_second)}"
     )
     return tuned_alert(
         cfg,

@@ -137,15 +137,26 @@ def with_workload(expr: str, pod_labels: Sequence[str], host_label: str, host_re
     return _drop(out, _TMP)
 
 
+def with_host(cfg: Config, expr: str) -> str:
+    """``expr`` with ``Hostname`` set from the first non-empty host label (gpu.join.gpu_host_labels)."""
+    out = expr
+    for label in reversed(cfg.gpu.join.gpu_host_labels):  # applied last wins, so the first label goes last
+        out = label_replace(out, _TMP, "$1", label, "(.+)")
+    return _drop(label_replace(out, HOST_LABEL, "$1", _TMP, "(.*)"), _TMP)
+
+
 def normalise(cfg: Config, expr: str) -> str:
     """A dcgm-exporter expression with ``Hostname`` set from the first non-empty host label, and
-    its join key. The label set is otherwise kept (MIG instances stay apart)."""
+    its join key. The label set is otherwise kept (MIG instances stay apart).
+
+    Eight label_replace calls per series are the costliest part of a GPU rule, so rules filter and
+    aggregate the raw series first and normalise what is left (``raw=True`` below)."""
     join = cfg.gpu.join
-    out = expr
-    for label in reversed(join.gpu_host_labels):  # applied last wins, so the first label goes last
-        out = label_replace(out, _TMP, "$1", label, "(.+)")
-    out = _drop(label_replace(out, HOST_LABEL, "$1", _TMP, "(.*)"), _TMP)
-    return with_workload(out, [p.gpu for p in join.pod_labels], HOST_LABEL, join.host_regex)
+    return with_workload(with_host(cfg, expr), [p.gpu for p in join.pod_labels], HOST_LABEL, join.host_regex)
+
+
+def _maybe(cfg: Config, expr: str, raw: bool) -> str:
+    return expr if raw else normalise(cfg, expr)
 
 
 def dcgm(cfg: Config, metric: str, matchers: Sequence[str] = ()) -> str:
@@ -162,51 +173,61 @@ def host_matchers(cfg: Config, value: str) -> list[list[str]]:
 # --- per-GPU expressions (read by alerts and the drill-down; never recorded) -------------------
 
 
-def per_gpu(cfg: Config, field: Field, matchers: Sequence[str] = ()) -> str:
-    """One series per GPU (or MIG instance) of ``field``, normalised and in SI units."""
-    return normalise(cfg, f"{dcgm(cfg, field.metric, matchers)} {field.factor}".rstrip())
+# Each gives one series per GPU (or MIG instance) in SI units, normalised; with ``raw=True`` it keeps
+# the exporter's labels, for a rule that filters or aggregates before it normalises.
 
 
-def fb_total(cfg: Config, matchers: Sequence[str] = ()) -> str:
+def per_gpu(cfg: Config, field: Field, matchers: Sequence[str] = (), raw: bool = False) -> str:
+    return _maybe(cfg, f"{dcgm(cfg, field.metric, matchers)} {field.factor}".rstrip(), raw)
+
+
+def fb_total(cfg: Config, matchers: Sequence[str] = (), raw: bool = False) -> str:
     """Total framebuffer in bytes when the exporter collects it, else used + free (+ reserved)."""
     used, free, reserved = (dcgm(cfg, f"DCGM_FI_DEV_FB_{k}", matchers) for k in ("USED", "FREE", "RESERVED"))
     total = dcgm(cfg, "DCGM_FI_DEV_FB_TOTAL", matchers)
-    return normalise(cfg, f"({total}\nor\n{used} + {free} + {reserved}\nor\n{used} + {free}) * {MIB}")
+    return _maybe(cfg, f"({total}\nor\n{used} + {free} + {reserved}\nor\n{used} + {free}) * {MIB}", raw)
 
 
 def over_time(
-    cfg: Config, fn: str, field: Field, window: Duration, matchers: Sequence[str] = (), args: str = ""
+    cfg: Config,
+    fn: str,
+    field: Field,
+    window: Duration,
+    matchers: Sequence[str] = (),
+    args: str = "",
+    raw: bool = False,
 ) -> str:
-    """``fn(field[window], args)`` per GPU (e.g. deriv, avg_over_time), normalised, in SI units
-    (per second for deriv). ``window`` is nominal; the time scale is applied here."""
-    raw = promql.range_fn(fn, field.metric, cfg.scaled(window), [*cfg.selectors.dcgm, *matchers], args=args)
-    return normalise(cfg, f"{raw} {field.factor}".rstrip())
+    """``fn(field[window], args)`` per GPU (e.g. deriv, avg_over_time), in SI units (per second for
+    deriv). ``window`` is nominal; the time scale is applied here."""
+    out = promql.range_fn(fn, field.metric, cfg.scaled(window), [*cfg.selectors.dcgm, *matchers], args=args)
+    return _maybe(cfg, f"{out} {field.factor}".rstrip(), raw)
 
 
-def fb_used_trend(cfg: Config, matchers: Sequence[str] = ()) -> str:
+def fb_used_trend(cfg: Config, matchers: Sequence[str] = (), raw: bool = False) -> str:
     """Used framebuffer trend over the leak window, bytes per second."""
-    return over_time(cfg, "deriv", FB_USED, cfg.gpu.alerts.memory_leak.window, matchers)
+    return over_time(cfg, "deriv", FB_USED, cfg.gpu.alerts.memory_leak.window, matchers, raw=raw)
 
 
-def time_to_oom(cfg: Config, matchers: Sequence[str] = ()) -> str:
+def time_to_oom(cfg: Config, matchers: Sequence[str] = (), raw: bool = False) -> str:
     """Seconds until free framebuffer reaches zero at the long-window trend (only while it falls)."""
-    falling = over_time(cfg, "deriv", FB_FREE, cfg.gpu.alerts.predicted_oom.long_window, matchers)
-    return f"{per_gpu(cfg, FB_FREE, matchers)}\n/\n-(\n{falling}\n< 0)"
+    falling = over_time(cfg, "deriv", FB_FREE, cfg.gpu.alerts.predicted_oom.long_window, matchers, raw=True)
+    return _maybe(cfg, f"{per_gpu(cfg, FB_FREE, matchers, raw=True)}\n/\n-(\n{falling}\n< 0)", raw)
 
 
-def throttle(cfg: Config, matchers: Sequence[str] = (), reasons: Sequence[str] = tuple(THROTTLE_BITS)) -> str:
+def throttle(
+    cfg: Config, matchers: Sequence[str] = (), reasons: Sequence[str] = tuple(THROTTLE_BITS), raw: bool = False
+) -> str:
     """1 while any bit of a reason is set, per GPU and ``reason`` label. PromQL has no bitwise
     operators: bit b of x is floor(x / 2^b) % 2."""
     mask = dcgm(cfg, "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", matchers)
     parts = []
     for reason in reasons:
-        bits = THROTTLE_BITS[reason]
-        any_bit = " + ".join(f"floor({mask} / {2**b}) % 2" for b in bits)
-        parts.append(label_replace(normalise(cfg, f"clamp_max({any_bit}, 1)"), "reason", reason, "", ""))
-    return "\nor\n".join(parts)
+        any_bit = " + ".join(f"floor({mask} / {2**b}) % 2" for b in THROTTLE_BITS[reason])
+        parts.append(label_replace(f"clamp_max({any_bit}, 1)", "reason", reason, "", ""))
+    return _maybe(cfg, "(\n" + "\nor\n".join(parts) + "\n)", raw)
 
 
-def ecc_rate(cfg: Config, matchers: Sequence[str] = (), window: str = "") -> str:
+def ecc_rate(cfg: Config, matchers: Sequence[str] = (), window: str = "", raw: bool = False) -> str:
     """ECC errors per second per GPU, with ``kind`` = dbe, sbe or remapped_rows_uncorrectable, over
     ``window`` (a dashboard's ``$__rate_interval``) or else the scaled ``intervals.rate``."""
     w = window or cfg.scaled(cfg.intervals.rate)
@@ -214,29 +235,37 @@ def ecc_rate(cfg: Config, matchers: Sequence[str] = (), window: str = "") -> str
         label_replace(promql.rate(metric, w, [*cfg.selectors.dcgm, *matchers]), "kind", kind, "", "")
         for kind, metric in ECC_COUNTERS
     ]
-    return normalise(cfg, "(\n" + "\nor\n".join(parts) + "\n)")
+    return _maybe(cfg, "(\n" + "\nor\n".join(parts) + "\n)", raw)
 
 
 # --- rules ------------------------------------------------------------------------------------
 
 
 def _node_rules(cfg: Config) -> list[RecordingRule]:
-    def by_node(op: str, expr: str) -> str:
-        return promql.agg(op, NODE, expr)
+    hosts = cfg.gpu.join.gpu_host_labels
+
+    def by_node(op: str, raw_expr: str, extra: Sequence[str] = ()) -> str:
+        """Aggregate the raw series by every host label, then set Hostname on the node's one
+        series (not on each GPU's) and drop the other host labels."""
+        out = with_host(cfg, promql.agg(op, ("job", *hosts, *extra), raw_expr))
+        for label in hosts:
+            if label != HOST_LABEL:
+                out = _drop(out, label)
+        return out
 
     return [
-        RecordingRule(NODE_GPUS, by_node("count", per_gpu(cfg, FB_USED))),
-        RecordingRule(NODE_UTIL, by_node("avg", per_gpu(cfg, UTIL))),
-        RecordingRule(NODE_MEM_COPY, by_node("max", per_gpu(cfg, MEM_COPY))),
-        RecordingRule(NODE_FB_USED, by_node("sum", per_gpu(cfg, FB_USED))),
-        RecordingRule(NODE_FB_TOTAL, by_node("sum", fb_total(cfg))),
-        RecordingRule(NODE_POWER, by_node("sum", per_gpu(cfg, POWER))),
-        RecordingRule(NODE_TEMP, by_node("max", per_gpu(cfg, TEMP))),
-        RecordingRule(node_leak_trend(cfg), by_node("max", fb_used_trend(cfg))),
-        RecordingRule(node_time_to_oom(cfg), by_node("min", time_to_oom(cfg))),
-        RecordingRule(NODE_THROTTLED, promql.agg("count", (*NODE, "reason"), f"({throttle(cfg)}) == 1")),
-        RecordingRule(NODE_XID, by_node("count", f"{per_gpu(cfg, XID)} > 0")),
-        RecordingRule(node_ecc(cfg), promql.agg("sum", (*NODE, "kind"), ecc_rate(cfg))),
+        RecordingRule(NODE_GPUS, by_node("count", per_gpu(cfg, FB_USED, raw=True))),
+        RecordingRule(NODE_UTIL, by_node("avg", per_gpu(cfg, UTIL, raw=True))),
+        RecordingRule(NODE_MEM_COPY, by_node("max", per_gpu(cfg, MEM_COPY, raw=True))),
+        RecordingRule(NODE_FB_USED, by_node("sum", per_gpu(cfg, FB_USED, raw=True))),
+        RecordingRule(NODE_FB_TOTAL, by_node("sum", fb_total(cfg, raw=True))),
+        RecordingRule(NODE_POWER, by_node("sum", per_gpu(cfg, POWER, raw=True))),
+        RecordingRule(NODE_TEMP, by_node("max", per_gpu(cfg, TEMP, raw=True))),
+        RecordingRule(node_leak_trend(cfg), by_node("max", fb_used_trend(cfg, raw=True))),
+        RecordingRule(node_time_to_oom(cfg), by_node("min", time_to_oom(cfg, raw=True))),
+        RecordingRule(NODE_THROTTLED, by_node("count", f"{throttle(cfg, raw=True)} == 1", ("reason",))),
+        RecordingRule(NODE_XID, by_node("count", f"{per_gpu(cfg, XID, raw=True)} > 0")),
+        RecordingRule(node_ecc(cfg), by_node("sum", ecc_rate(cfg, raw=True), ("kind",))),
     ]
 
 
