@@ -27,7 +27,7 @@ def _balance(cfg: Config) -> Section:
                 f"Each row is one expert of one layer; colour is its share of the layer's routed tokens over "
                 f"{window}. Uniform routing gives every expert 1/E; a hot row stands out, a dead one is blank.",
                 "percentunit",
-                [Query(promql.recorded(moe_rules.share(cfg), LAYER_FILTERS), "L{{layer}} E{{expert}}")],
+                [Query(moe_rules.share(cfg, LAYER_FILTERS), "L{{layer}} E{{expert}}")],
                 height=12,
             ),
             timeseries(
@@ -71,7 +71,7 @@ def _experts(cfg: Config) -> Section:
                 "short",
                 [
                     Query(
-                        f"topk({top}, {promql.recorded(moe_rules.relative_load(cfg), LAYER_FILTERS)})",
+                        f"topk({top}, {moe_rules.relative_load(cfg, LAYER_FILTERS)})",
                         _EXPERT,
                         instant=True,
                     )

@@ -9,6 +9,8 @@ that layer, so shares sum to 1 per layer and uniform routing gives every expert 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from infersight import conventions, promql
 from infersight.config import Config
 from infersight.rules import RecordingRule, RuleGroup
@@ -37,13 +39,17 @@ def layer_mean(cfg: Config) -> str:
     return conventions.record_name("layer", "infersight_moe_expert_tokens", _operation(cfg, "mean_"))
 
 
-def share(cfg: Config) -> str:
-    return conventions.record_name("expert", "infersight_moe_expert_load_share", _operation(cfg, "ratio_"))
+# Per-expert ratios are expressions over the recorded per-expert rate, not recordings: three
+# series per expert per model were a sixth of the bundle's recorded series at 1,000 engines
+# (docs/scale.md), and a ratio of two recorded series costs a panel nothing more.
+def share(cfg: Config, matchers: Sequence[str] = ()) -> str:
+    """Each expert's share of its layer's routed tokens."""
+    return per_layer(promql.recorded(expert_rate(cfg), matchers), promql.recorded(layer_rate(cfg), matchers))
 
 
-def relative_load(cfg: Config) -> str:
-    """An expert's load over its layer's mean: 1 is its fair share, 3 a hot expert."""
-    return conventions.record_name("expert", "infersight_moe_expert_load", _operation(cfg, "relative_"))
+def relative_load(cfg: Config, matchers: Sequence[str] = ()) -> str:
+    """Each expert's load over its layer's mean (1 = fair share)."""
+    return per_layer(promql.recorded(expert_rate(cfg), matchers), promql.recorded(layer_mean(cfg), matchers))
 
 
 def coefficient_of_variation(cfg: Config) -> str:
@@ -75,12 +81,10 @@ def groups(cfg: Config) -> list[RuleGroup]:
         RecordingRule(expert_rate(cfg), promql.sum_by(EXPERT, promql.rate(TOKENS, w, cfg.selectors.moe_exporter))),
         RecordingRule(layer_rate(cfg), promql.sum_by(LAYER, experts)),
         RecordingRule(layer_mean(cfg), promql.agg("avg", LAYER, experts)),
-        RecordingRule(share(cfg), per_layer(experts, promql.recorded(layer_rate(cfg)))),
-        RecordingRule(relative_load(cfg), per_layer(experts, mean)),
         # A layer without traffic divides 0 by 0: NaN, which no alert threshold matches.
         RecordingRule(coefficient_of_variation(cfg), f"{promql.agg('stddev', LAYER, experts)}\n/\n{mean}"),
         RecordingRule(max_over_mean(cfg), f"{promql.agg('max', LAYER, experts)}\n/\n{mean}"),
         RecordingRule(balancedness(cfg), f"{mean}\n/\n{promql.agg('max', LAYER, experts)}"),
-        RecordingRule(share_variance(cfg), promql.agg("stdvar", LAYER, promql.recorded(share(cfg)))),
+        RecordingRule(share_variance(cfg), promql.agg("stdvar", LAYER, share(cfg))),
     ]
     return [RuleGroup("infersight-moe.rules", cfg.scaled(cfg.intervals.evaluation), tuple(rules))]

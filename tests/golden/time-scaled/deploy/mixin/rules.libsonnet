@@ -239,14 +239,6 @@ local f = import 'lib/format.libsonnet';
             "expr": "avg by (job, model_name, layer) (expert:infersight_moe_expert_tokens:rate5m)",
           },
           {
-            "record": "expert:infersight_moe_expert_load_share:ratio_rate5m",
-            "expr": "expert:infersight_moe_expert_tokens:rate5m\n/ on (job, model_name, layer) group_left\nlayer:infersight_moe_expert_tokens:rate5m",
-          },
-          {
-            "record": "expert:infersight_moe_expert_load:relative_rate5m",
-            "expr": "expert:infersight_moe_expert_tokens:rate5m\n/ on (job, model_name, layer) group_left\nlayer:infersight_moe_expert_tokens:mean_rate5m",
-          },
-          {
             "record": "layer:infersight_moe_expert_load:cv_rate5m",
             "expr": "stddev by (job, model_name, layer) (expert:infersight_moe_expert_tokens:rate5m)\n/\nlayer:infersight_moe_expert_tokens:mean_rate5m",
           },
@@ -260,7 +252,7 @@ local f = import 'lib/format.libsonnet';
           },
           {
             "record": "layer:infersight_moe_expert_load_share:variance_rate5m",
-            "expr": "stdvar by (job, model_name, layer) (expert:infersight_moe_expert_load_share:ratio_rate5m)",
+            "expr": "stdvar by (job, model_name, layer) (expert:infersight_moe_expert_tokens:rate5m\n/ on (job, model_name, layer) group_left\nlayer:infersight_moe_expert_tokens:rate5m)",
           },
         ],
       },
