@@ -21,6 +21,7 @@ from infersight.alerts import kv_cache as kv_cache_alerts
 from infersight.alerts import moe as moe_alerts
 from infersight.alerts import serving as serving_alerts
 from infersight.config import Config
+from infersight.config.gpu import NEEDED_DCGM_FIELDS
 from infersight.dashboards import autoscaling as autoscaling_dashboards
 from infersight.dashboards import gpu as gpu_dashboards
 from infersight.dashboards import kv_cache as kv_cache_dashboards
@@ -122,22 +123,12 @@ PACKS: tuple[Pack, ...] = (
         config_sections=("gpu",),
         reads=frozenset(
             {
-                "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
-                "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
-                "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
-                "DCGM_FI_DEV_FB_FREE",
+                # the fields with no fallback (the coverage alert's default), and the framebuffer
+                # fields the total falls back to
+                *NEEDED_DCGM_FIELDS,
                 "DCGM_FI_DEV_FB_RESERVED",
                 "DCGM_FI_DEV_FB_TOTAL",
                 "DCGM_FI_DEV_FB_USED",
-                "DCGM_FI_DEV_GPU_TEMP",
-                "DCGM_FI_DEV_GPU_UTIL",
-                "DCGM_FI_DEV_MEMORY_TEMP",
-                "DCGM_FI_DEV_MEM_CLOCK",
-                "DCGM_FI_DEV_MEM_COPY_UTIL",
-                "DCGM_FI_DEV_POWER_USAGE",
-                "DCGM_FI_DEV_SM_CLOCK",
-                "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
-                "DCGM_FI_DEV_XID_ERRORS",
                 "infersight_gpu_process_memory_bytes",
                 "process_start_time_seconds",
                 "up",
