@@ -112,6 +112,7 @@ class OpenAIStreamClient:
             rec.e2e = clock() - sent
             rec.ttft = timer.ttft
             rec.itl, rec.itl_source = timer.itl(rec.completion_tokens)
+            rec.first_chunk_tokens = timer.first_chunk_tokens
             rec.tpot = timer.tpot(rec.completion_tokens)
 
     @staticmethod

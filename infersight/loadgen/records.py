@@ -54,6 +54,7 @@ class RequestRecord:
     tpot: float | None = None
     itl: list[float] = field(default_factory=list, repr=False)
     itl_source: ItlSource = "none"
+    first_chunk_tokens: int | None = None  # from usage: tokens that came with the first content chunk
     prompt_tokens_planned: int = 0
     prompt_tokens: int | None = None  # from the server's usage
     completion_tokens: int | None = None

@@ -69,6 +69,14 @@ class StreamTimer:
         return [], "none"
 
     @property
+    def first_chunk_tokens(self) -> int | None:
+        """Tokens that arrived with the first content chunk (they have no ITL of their own); None
+        when the stream's usage does not say."""
+        if self.first_content is None or self._usage_broken:
+            return None
+        return next((n for t, n in self._usage_points if t >= self.first_content), None)
+
+    @property
     def ttft(self) -> float | None:
         return None if self.first_content is None else self.first_content - self.sent
 

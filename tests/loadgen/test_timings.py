@@ -16,6 +16,7 @@ def test_itl_comes_from_usage_deltas_not_chunk_gaps() -> None:
     itl, source = timer.itl(12)
     assert source == "usage"
     assert len(itl) == 8  # one per token after the first chunk
+    assert timer.first_chunk_tokens == 4  # the tokens that came with the first chunk have no ITL of their own
     assert itl == pytest.approx([0.01] * 8)
     assert timer.ttft == pytest.approx(0.5)
     assert timer.tpot(12) == pytest.approx(0.08 / 11)

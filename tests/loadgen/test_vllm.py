@@ -4,11 +4,13 @@ from vLLM's per-chunk usage, and over-long prompts are counted as HTTP 400."""
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 import pytest
 
 from infersight.loadgen.prompts import TokenizerVocabulary, WordVocabulary
+from infersight.loadgen.results import REQUESTS_CSV
 from infersight.loadgen.runner import RunOptions, run
 from infersight.stack.vllm_server import VLLMServer
 from tests.loadgen.helpers import scenario
@@ -38,8 +40,12 @@ def test_scenario_against_vllm(vllm_moe_small_kv: VLLMServer, tiny_moe_model: Pa
     assert ok["prompt_tokens"]["min"] == ok["prompt_tokens"]["max"] == 40  # in the target's tokens, exactly
     assert ok["completion_tokens_total"] == 12 * ok["succeeded"]  # ignore_eos + min_tokens
     assert ok["itl_sources"] == {"usage": ok["succeeded"]}
-    # One ITL per token after the first content chunk (which may carry more than one token).
-    assert 9 * ok["succeeded"] <= ok["itl_s"]["count"] <= 11 * ok["succeeded"]
+    # One ITL per token after the first content chunk. A loaded machine may pack several tokens
+    # into that chunk (vLLM coalesces outputs a slow reader has not taken yet); they get none.
+    rows = [r for r in csv.DictReader((tmp_path / REQUESTS_CSV).open()) if r["stage"] == "ok"]
+    first_chunk = [int(r["first_chunk_tokens"]) for r in rows]
+    assert len(rows) == ok["succeeded"] and all(1 <= n <= 12 for n in first_chunk), first_chunk
+    assert ok["itl_s"]["count"] == sum(12 - n for n in first_chunk)
     assert ok["ttft_s"]["p50"] is not None and ok["ttft_s"]["p50"] > 0
     assert closed["succeeded"] >= 1 and closed["errors"] == {}
     assert too_long["errors"] == {"400": 3} and too_long["succeeded"] == 0
