@@ -30,20 +30,26 @@ def _main_thread() -> bool:
 
 
 @contextmanager
-def sigterm_raises() -> Iterator[None]:
-    """Within the block, SIGTERM raises :class:`Terminated`."""
+def interrupts_raise() -> Iterator[None]:
+    """Within the block, Ctrl-C raises KeyboardInterrupt and SIGTERM raises :class:`Terminated`,
+    whatever was inherited: a shell without job control starts background jobs with SIGINT
+    ignored, and the clean-up these commands promise on Ctrl-C must still run."""
     if not _main_thread():
         yield
         return
 
-    def handler(signum: int, frame: FrameType | None) -> None:
+    def terminated(signum: int, frame: FrameType | None) -> None:
         raise Terminated()
 
-    previous = signal.signal(signal.SIGTERM, handler)
+    previous = {
+        signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
+        signal.SIGTERM: signal.signal(signal.SIGTERM, terminated),
+    }
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 @contextmanager

@@ -20,7 +20,7 @@ from infersight.commands.deploy import BundleError, load_bundle_files
 from infersight.config import ConfigError, load_config
 from infersight.fleet import bench
 from infersight.fleet.measure import QueryFailed
-from infersight.interrupts import Terminated, signal_of, sigterm_raises, uninterruptible
+from infersight.interrupts import Terminated, interrupts_raise, signal_of, uninterruptible
 from infersight.lint import LintError
 from infersight.stack.process import ServiceError
 
@@ -91,7 +91,7 @@ def run_fleet(args: argparse.Namespace) -> int:
         return _fail(f"this machine cannot serve the fleet: {problem}", EXIT_BAD_INPUT)
     workdir = Path(tempfile.mkdtemp(prefix="infersight-bench-"))
     try:
-        with sigterm_raises():
+        with interrupts_raise():
             report = bench.run(
                 workdir, cfg, files, args.engines, args.models, args.duration, lambda m: print(m, file=sys.stderr)
             )

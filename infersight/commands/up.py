@@ -38,7 +38,7 @@ from infersight.commands.validate import (
     print_outcome,
 )
 from infersight.config import Config
-from infersight.interrupts import Terminated, sigterm_raises, uninterruptible
+from infersight.interrupts import Terminated, interrupts_raise, uninterruptible
 from infersight.loadgen.prompts import load_vocabulary
 from infersight.loadgen.results import ResultsLocationError, check_results_dir
 from infersight.loadgen.scenario import Scenario, ScenarioError
@@ -224,7 +224,7 @@ def run_up(args: argparse.Namespace) -> int:
     stack = LocalStack(workdir, models=models, target=target, say=say)
     began = time.monotonic()
     try:
-        with sigterm_raises():
+        with interrupts_raise():
             return _run(args, stack, plan, skipped, target, began)
     except (KeyboardInterrupt, Terminated):
         print(f"\n{prog}: interrupted; stopping everything", file=sys.stderr)

@@ -186,7 +186,7 @@ class RulesDeploy:
         self.log(f"promtool: {len(files)} rule files pass")
         self._check_folder()
         self._touched, self._unformatted = False, 0
-        with interrupts.sigterm_raises():
+        with interrupts.interrupts_raise():
             try:
                 self._deploy(files)
             except BaseException as exc:  # anything at all: the folder must not keep unchecked files

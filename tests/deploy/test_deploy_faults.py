@@ -261,7 +261,10 @@ def test_an_interrupt_during_the_sighup_wait_restores_the_previous_files(
     before = previous_rules(rules_dir)
     empty = Reply.json({"status": "success", "data": {"groups": []}})
     with prometheus_stand_in(empty, lifecycle=False) as stand_in:
-        argv = [sys.executable, "-m", "infersight.cli", "deploy", "rules", "--bundle", str(scaled_bundle)]
+        # Started with SIGINT ignored, as a shell without job control starts a background job (CI
+        # runners do): the deploy must still restore on it.
+        argv = ["bash", "-c", "trap '' INT; exec \"$@\"", "deploy"]
+        argv += [sys.executable, "-m", "infersight.cli", "deploy", "rules", "--bundle", str(scaled_bundle)]
         argv += ["--rules-dir", str(rules_dir), "--prometheus-url", stand_in.url, "--timeout", "5m"]
         proc = ManagedProcess("deploy", argv, tmp_path / "deploy.log", env={"PYTHONUNBUFFERED": "1"})
         with proc:
