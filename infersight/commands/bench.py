@@ -65,6 +65,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         default=1.0,
         help="build the bundle with this time scale (default 1: production timings); ignored with --bundle",
     )
+    f.add_argument(
+        "--no-baseline",
+        action="store_true",
+        help="skip the second run without rules that measures what the bundle adds to head series and RSS "
+        "(it takes another --duration)",
+    )
     f.set_defaults(func=run_fleet)
 
 
@@ -93,7 +99,14 @@ def run_fleet(args: argparse.Namespace) -> int:
     try:
         with interrupts_raise():
             report = bench.run(
-                workdir, cfg, files, args.engines, args.models, args.duration, lambda m: print(m, file=sys.stderr)
+                workdir,
+                cfg,
+                files,
+                args.engines,
+                args.models,
+                args.duration,
+                lambda m: print(m, file=sys.stderr),
+                baseline=not args.no_baseline,
             )
     except (KeyboardInterrupt, Terminated) as exc:
         sig = signal_of(exc)

@@ -52,7 +52,7 @@ def _usage(cfg: Config) -> Section:
                 f"Standard deviation of KV usage over {thrash.window}. High together with preemptions "
                 f"means thrash (alert threshold {thrash.usage_stddev:g}).",
                 "percentunit",
-                [Query(kv_cache_rules.usage_stddev(cfg, ENGINE_FILTERS), _WHO_ENGINE)],
+                [Query(promql.recorded(kv_cache_rules.usage_stddev(cfg), ENGINE_FILTERS), _WHO_ENGINE)],
                 width=8,
             ),
         ],
@@ -99,11 +99,12 @@ def _preemptions(cfg: Config) -> Section:
         "Preemptions",
         [
             timeseries(
-                "Preemptions per engine",
-                "Requests preempted per second: the engine ran out of KV blocks and evicted a running "
-                "request, whose work is recomputed later.",
+                "Preemptions per server",
+                f"Requests preempted per second over {cfg.intervals.rate}: an engine ran out of KV blocks and "
+                "evicted a running request, whose work is recomputed later. A data-parallel server's engines "
+                "are summed; the KV alerts judge each engine.",
                 "short",
-                [Query(kv_cache_rules.engine_preemptions(cfg, ENGINE_FILTERS, "$__rate_interval"), _WHO_ENGINE)],
+                [Query(promql.recorded(serving_rules.preemptions(cfg), INSTANCE_FILTERS), _WHO)],
             ),
             timeseries(
                 "Preemptions per finished request",
@@ -148,7 +149,7 @@ def _queue(cfg: Config) -> Section:
                 f"Slope of the waiting queue over {cfg.intervals.rate}, requests per second. Positive for "
                 "long means demand exceeds capacity.",
                 "short",
-                [Query(kv_cache_rules.queue_growth(cfg, ENGINE_FILTERS), _WHO_ENGINE)],
+                [Query(promql.recorded(kv_cache_rules.queue_growth(cfg), ENGINE_FILTERS), _WHO_ENGINE)],
                 width=8,
                 min_val=None,
             ),

@@ -8,8 +8,6 @@ twice. Names carry nominal windows (``rate5m``) even in a time-scaled profile.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from infersight import conventions, promql
 from infersight.config import Config
 from infersight.conventions import ENGINE, INSTANCE, MODEL, QUANTILES
@@ -40,34 +38,41 @@ USAGE_MAX = conventions.record_name("model", "vllm:kv_cache_usage", "max")
 WAITING_BY_REASON = conventions.record_name("model", "vllm:num_requests_waiting_by_reason", "sum")
 
 
-# Per-engine views are PromQL over the raw series, not recordings: one series per engine either
-# way, so a recording would add a series per engine and save no reads (docs/scale.md).
+# Per-engine views: the alerts' usage average and preemption rate are PromQL over the raw series
+# (one series per engine either way, read once per evaluation). The oscillation and the queue's
+# slope are recorded: their long windows made the dashboard's per-engine panels read every raw
+# sample of the window at every step, which timed out over 6 h at 1,000 engines (docs/scale.md).
 def usage_avg(cfg: Config) -> str:
     """KV usage averaged over ``intervals.rate``, per engine."""
     return _usage_over_time(cfg, "avg_over_time", cfg.intervals.rate)
 
 
-def usage_stddev(cfg: Config, matchers: Sequence[str] = ()) -> str:
-    """KV usage's standard deviation over the thrash window, per engine."""
-    return _usage_over_time(cfg, "stddev_over_time", cfg.kv_cache.alerts.thrash.window, matchers)
+def usage_stddev(cfg: Config) -> str:
+    """Recorded: KV usage's standard deviation over the thrash window, per engine."""
+    return conventions.record_name("engine", "vllm:kv_cache_usage", f"stddev{cfg.kv_cache.alerts.thrash.window}")
 
 
-def engine_preemptions(cfg: Config, matchers: Sequence[str] = (), window: str = "") -> str:
-    """Preemptions per second per engine, over ``window`` or else the scaled ``intervals.rate``."""
-    w = window or cfg.scaled(cfg.intervals.rate)
-    return promql.sum_by(ENGINE, promql.rate("vllm:num_preemptions_total", w, [*cfg.selectors.vllm, *matchers]))
+def engine_preemptions(cfg: Config) -> str:
+    """Preemptions per second per engine, over the scaled ``intervals.rate``."""
+    w = cfg.scaled(cfg.intervals.rate)
+    return promql.sum_by(ENGINE, promql.rate("vllm:num_preemptions_total", w, cfg.selectors.vllm))
 
 
 def preemptions_per_request(cfg: Config) -> str:
     return conventions.record_name("instance", "vllm:request_num_preemptions", "mean_" + conventions.op_rate(cfg))
 
 
-def queue_growth(cfg: Config, matchers: Sequence[str] = ()) -> str:
-    """Slope of the waiting queue over ``intervals.rate``, requests per second, per engine."""
-    w = cfg.scaled(cfg.intervals.rate)
-    return promql.sum_by(
-        ENGINE, promql.range_fn("deriv", "vllm:num_requests_waiting", w, [*cfg.selectors.vllm, *matchers])
-    )
+def queue_growth(cfg: Config) -> str:
+    """Recorded: slope of the waiting queue over ``intervals.rate``, requests per second, per engine."""
+    return conventions.record_name("engine", "vllm:num_requests_waiting", f"deriv{cfg.intervals.rate}")
+
+
+def _engine_rules(cfg: Config) -> list[RecordingRule]:
+    waiting = promql.range_fn("deriv", "vllm:num_requests_waiting", cfg.scaled(cfg.intervals.rate), cfg.selectors.vllm)
+    return [
+        RecordingRule(usage_stddev(cfg), _usage_over_time(cfg, "stddev_over_time", cfg.kv_cache.alerts.thrash.window)),
+        RecordingRule(queue_growth(cfg), promql.sum_by(ENGINE, waiting)),
+    ]
 
 
 def prefix_queries(cfg: Config) -> str:
@@ -88,9 +93,8 @@ def rejections(cfg: Config) -> str:
     return conventions.record_name("model", "vllm:admission_rejections", conventions.op_rate(cfg))
 
 
-def _usage_over_time(cfg: Config, fn: str, window: Duration, matchers: Sequence[str] = ()) -> str:
-    sel = [*cfg.selectors.vllm, *matchers]
-    return promql.agg("max", ENGINE, promql.range_fn(fn, KV_USAGE, cfg.scaled(window), sel))
+def _usage_over_time(cfg: Config, fn: str, window: Duration) -> str:
+    return promql.agg("max", ENGINE, promql.range_fn(fn, KV_USAGE, cfg.scaled(window), cfg.selectors.vllm))
 
 
 def _usage_rules(cfg: Config) -> list[RecordingRule]:
@@ -177,7 +181,7 @@ def groups(cfg: Config) -> list[RuleGroup]:
     """One group for usage, scheduler and prefix cache, one for batch fill and one per request-phase
     histogram: each within a Mimir ruler's 20 rules per group; no rule reads a later group of this pack."""
     interval = cfg.scaled(cfg.intervals.evaluation)
-    rules = [*_usage_rules(cfg), *_scheduler_rules(cfg), *_prefix_rules(cfg)]
+    rules = [*_usage_rules(cfg), *_engine_rules(cfg), *_scheduler_rules(cfg), *_prefix_rules(cfg)]
     out = conventions.split_groups("infersight-kv-cache", interval, rules)
     out += conventions.split_groups(
         "infersight-kv-cache-batch", interval, quantile_rules(cfg, BATCH_TOKENS, BATCH_QUANTILES, (0.95,))

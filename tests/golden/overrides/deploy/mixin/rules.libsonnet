@@ -172,6 +172,14 @@ local f = import 'lib/format.libsonnet';
             "expr": "max by (job, model_name) (engine:vllm_kv_cache_usage:ratio)",
           },
           {
+            "record": "engine:vllm_kv_cache_usage:stddev" + f.duration($._config["kv_cache.alerts.thrash.window"]),
+            "expr": "max by (job, instance, model_name, engine) ((stddev_over_time(vllm:kv_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["kv_cache.alerts.thrash.window"]) + "]) or stddev_over_time(vllm:gpu_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["kv_cache.alerts.thrash.window"]) + "])))",
+          },
+          {
+            "record": "engine:vllm_num_requests_waiting:deriv" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, instance, model_name, engine) (deriv(vllm:num_requests_waiting{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+          {
             "record": "instance:vllm_request_num_preemptions:mean_rate" + f.duration($._config["intervals.rate"]),
             "expr": "(sum by (job, instance, model_name) (rate(vllm:request_num_preemptions_sum{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "])))\n/\n(sum by (job, instance, model_name) (rate(vllm:request_num_preemptions_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "])))",
           },

@@ -218,7 +218,7 @@ local f = import 'lib/format.libsonnet';
         "rules": [
           {
             "alert": "InfersightVLLMKVCacheSaturated",
-            "expr": "max by (job, instance, model_name, engine) ((avg_over_time(vllm:kv_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + "}[5s]) or avg_over_time(vllm:gpu_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))) > " + f.repr($._config["kv_cache.alerts.saturation.usage_threshold"]) + "\nand on (job, instance, model_name, engine)\n(\n  sum by (job, instance, model_name, engine) (rate(vllm:num_preemptions_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s])) > " + f.g6($._config["kv_cache.alerts.saturation.preemptions_per_second"]) + "\n  or on (job, instance, model_name, engine)\n  sum by (job, instance, model_name, engine) (deriv(vllm:num_requests_waiting{" + f.matchers($._config["selectors.vllm"]) + "}[5s])) > " + f.g6($._config["kv_cache.alerts.saturation.queue_growth_per_second"]) + "\n)",
+            "expr": "max by (job, instance, model_name, engine) ((avg_over_time(vllm:kv_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + "}[5s]) or avg_over_time(vllm:gpu_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))) > " + f.repr($._config["kv_cache.alerts.saturation.usage_threshold"]) + "\nand on (job, instance, model_name, engine)\n(\n  sum by (job, instance, model_name, engine) (rate(vllm:num_preemptions_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s])) > " + f.g6($._config["kv_cache.alerts.saturation.preemptions_per_second"]) + "\n  or on (job, instance, model_name, engine)\n  engine:vllm_num_requests_waiting:deriv" + f.duration($._config["intervals.rate"]) + " > " + f.g6($._config["kv_cache.alerts.saturation.queue_growth_per_second"]) + "\n)",
             "for": "5s",
             "labels": {
               "component": "kv_cache",
@@ -274,7 +274,7 @@ local f = import 'lib/format.libsonnet';
           },
           {
             "alert": "InfersightVLLMKVCacheThrash",
-            "expr": "max by (job, instance, model_name, engine) ((stddev_over_time(vllm:kv_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + "}[10s]) or stddev_over_time(vllm:gpu_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + "}[10s]))) > " + f.repr($._config["kv_cache.alerts.thrash.usage_stddev"]) + "\nand on (job, instance, model_name, engine)\nsum by (job, instance, model_name, engine) (rate(vllm:num_preemptions_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s])) > " + f.g6($._config["kv_cache.alerts.thrash.preemptions_per_second"]),
+            "expr": "engine:vllm_kv_cache_usage:stddev10m > " + f.repr($._config["kv_cache.alerts.thrash.usage_stddev"]) + "\nand on (job, instance, model_name, engine)\nsum by (job, instance, model_name, engine) (rate(vllm:num_preemptions_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s])) > " + f.g6($._config["kv_cache.alerts.thrash.preemptions_per_second"]),
             "for": "10s",
             "labels": {
               "component": "kv_cache",

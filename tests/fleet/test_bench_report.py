@@ -1,0 +1,43 @@
+"""What ``infersight bench fleet`` prints, from a report whose numbers are given: the baseline
+without rules, and a dashboard ratio that is only a floor when a raw query failed."""
+
+from __future__ import annotations
+
+from infersight.fleet import bench, measure
+
+
+def _report(**changes: object) -> bench.Report:
+    report = bench.Report(servers=10, models=2, moe_servers=1, nodes=4, gpus=32, waited_s=360, machine="2 CPUs")
+    report.series = measure.SeriesSplit(raw=1000, recorded=40, alerts=2, recorded_by_level={"model": 40})
+    report.head_series, report.rss_bytes = 1100.0, 220 * 2**20
+    for key, value in changes.items():
+        setattr(report, key, value)
+    return report
+
+
+def _cost(samples: int, error: str = "") -> measure.QueryCost:
+    return measure.QueryCost(series=1, samples=samples, seconds=0.01, error=error)
+
+
+def test_the_baseline_gives_what_the_bundle_adds() -> None:
+    text = bench.render(_report(baseline_head_series=1000.0, baseline_rss_bytes=200 * 2**20))
+    assert "without the bundle (same fleet, as long, no rules): head series 1000, RSS 200 MiB" in text
+    assert "the bundle adds 10.0% head series and 10.0% RSS" in text
+
+
+def test_without_a_baseline_nothing_is_claimed() -> None:
+    assert "without the bundle" not in bench.render(_report())
+
+
+def test_a_failed_raw_query_makes_the_whole_dashboard_ratio_a_floor() -> None:
+    costs = [
+        bench.DashboardCost("kv.json", "panel 'a'", _cost(10), _cost(1000)),
+        bench.DashboardCost("kv.json", "panel 'b'", _cost(10), _cost(0, error="query timed out")),
+        bench.DashboardCost("gpu.json", "panel 'c'", _cost(10), _cost(200)),
+    ]
+    text = bench.render(_report(dashboards={3600.0: costs}, steps={3600.0: 15.0}))
+    kv = next(line for line in text.splitlines() if line.startswith("kv.json "))
+    gpu = next(line for line in text.splitlines() if line.startswith("gpu.json "))
+    # samples: compared 1000/10, whole (1000 + 10 counted for the failed one) / 20; equal times
+    assert kv.endswith("|  100.0x    1.0x |   50.5x >= (raw failed on 1 panels)"), kv
+    assert gpu.endswith("|   20.0x    1.0x |   20.0x"), gpu
