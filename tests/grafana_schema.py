@@ -20,9 +20,17 @@ def schema_dir() -> Path:
     return SCHEMA_DIR
 
 
+# Grafana declares a field matcher's options and an override property's value as any value (the
+# SDK types them ``object`` and its own override_by_name writes a string, as Grafana does); the
+# exported JSON Schema narrows both to JSON objects, which every by-name override would fail.
+_ANY_VALUE = {"dashboard": (("MatcherConfig", "options"), ("DynamicConfigValue", "value"))}
+
+
 @cache
 def _schema(name: str) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((schema_dir() / f"{name}.jsonschema.json").read_text())
+    for definition, field in _ANY_VALUE.get(name, ()):
+        data["definitions"][definition]["properties"][field] = {}
     return data
 
 

@@ -9,6 +9,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import yaml
+
 from infersight import bundle, bundle_files
 from infersight.config import Config
 
@@ -19,3 +21,15 @@ def promtool_test(test_file: Path, workdir: Path, cfg: Config | None = None) -> 
     return subprocess.run(
         ["promtool", "test", "rules", test_file.name], cwd=workdir, capture_output=True, text=True, timeout=300
     )
+
+
+def only_case(test_file: Path, case: str, workdir: Path) -> Path:
+    """A copy of ``test_file`` with just the case whose name starts with ``case`` (promtool runs a
+    whole file; a changed rule needs only the case it should break)."""
+    data = yaml.safe_load(test_file.read_text())
+    data["tests"] = [t for t in data["tests"] if t["name"].startswith(case)]
+    assert len(data["tests"]) == 1, case
+    path = workdir / "case" / test_file.name
+    path.parent.mkdir(parents=True)
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path

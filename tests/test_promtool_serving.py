@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from infersight.alerts import serving as serving_alerts
 from infersight.config import parse_config
-from tests.promtool_runner import promtool_test
+from tests.promtool_runner import only_case, promtool_test
 
 TEST_FILE = Path(__file__).parent / "promtool" / "serving.test.yaml"
 
@@ -44,3 +46,27 @@ def test_the_unit_tests_catch_a_traffic_stop_alert_that_fires_on_a_decline(tmp_p
     result = promtool_test(TEST_FILE, tmp_path, cfg)
     assert result.returncode != 0
     assert "gradual decline" in result.stdout + result.stderr
+
+
+OUTLIER_FILE = Path(__file__).parent / "promtool" / "outlier.test.yaml"
+
+
+def test_outlier_replica_passes_promtool_unit_tests(tmp_path: Path) -> None:
+    result = promtool_test(OUTLIER_FILE, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("override", "broken_case"),
+    [
+        ({"factor": 1.2}, "outlier stays quiet on the normal spread"),  # the healthy spread reads as an outlier
+        ({"min_ttft_seconds": 0.1}, "outlier stays quiet under the floor"),  # a fast model's small gap pages
+        ({"min_requests_per_second": 0.01}, "outlier stays quiet on a replica with too little"),  # 1-2 requests judge
+        ({"for": "5m"}, "outlier fires on TTFT p99"),  # fires before its for:
+    ],
+)
+def test_the_outlier_cases_catch_a_changed_rule(override: dict[str, object], broken_case: str, tmp_path: Path) -> None:
+    cfg = parse_config({"alerts": {"serving": {"outlier_replica": override}}})
+    result = promtool_test(only_case(OUTLIER_FILE, broken_case, tmp_path), tmp_path / "bundle", cfg)
+    assert result.returncode != 0
+    assert broken_case in result.stdout + result.stderr

@@ -1,11 +1,13 @@
 """Serving alerts: multi-window multi-burn-rate SLO alerts, target health, and the incidents no
-fixed threshold sees: an engine that stopped making progress and a model whose traffic stopped."""
+fixed threshold sees: an engine that stopped making progress, a model whose traffic stopped and a
+replica much slower than its peers."""
 
 from __future__ import annotations
 
 from infersight import conventions, promql
 from infersight.alerts.common import num, on, tuned_alert
 from infersight.config import Config
+from infersight.recording_rules import kv_cache as kv_rules
 from infersight.recording_rules import serving as serving_rules
 from infersight.rules import Alert, RuleGroup
 
@@ -14,6 +16,7 @@ NO_TARGETS = "InfersightVLLMNoTargets"
 METRICS_ABSENT = "InfersightVLLMMetricsAbsent"
 HUNG_ENGINE = "InfersightVLLMHungEngine"
 TRAFFIC_STOP = "InfersightVLLMTrafficStop"
+OUTLIER_REPLICA = "InfersightVLLMOutlierReplica"
 
 # Counters an engine with work advances at every step: decode tokens, finished prefills, finished requests.
 _PROGRESS = ("vllm:generation_tokens_total", "vllm:prompt_tokens_total", "vllm:request_success_total")
@@ -169,11 +172,75 @@ def _traffic_stop(cfg: Config) -> Alert:
     )
 
 
+def outlier_signals(cfg: Config, itl_window: str = "") -> list[tuple[str, str, float]]:
+    """(signal label, per-instance expression in seconds, the floor below which it never counts).
+    The mean ITL is not recorded (a series per instance for one alert); a dashboard passes
+    ``$__rate_interval`` as its window."""
+    a = cfg.alerts.serving.outlier_replica
+    itl = "vllm:inter_token_latency_seconds"
+    w, sel = itl_window or cfg.scaled(cfg.intervals.rate), cfg.selectors.vllm
+    itl_mean = promql.ratio(
+        promql.sum_by(conventions.INSTANCE, promql.rate(itl, w, sel, "_sum")),
+        promql.sum_by(conventions.INSTANCE, promql.rate(itl, w, sel, "_count")),
+    )
+    return [
+        (
+            "ttft_p99",
+            conventions.quantile(cfg, "vllm:time_to_first_token_seconds", "instance", 0.99),
+            a.min_ttft_seconds,
+        ),
+        ("queue_p95", conventions.quantile(cfg, kv_rules.QUEUE_TIME, "instance", 0.95), a.min_queue_seconds),
+        ("itl_mean", itl_mean, a.min_itl_seconds),
+    ]
+
+
+def replicas_judged(cfg: Config) -> str:
+    """The replicas with enough traffic to judge: their request rate, per (job, instance, model_name)."""
+    a = cfg.alerts.serving.outlier_replica
+    return f"{serving_rules.requests(cfg)} > {num(a.min_requests_per_second)}"
+
+
+def _outlier_replica(cfg: Config) -> Alert:
+    a = cfg.alerts.serving.outlier_replica
+    judged = replicas_judged(cfg)
+    enough = f"count by ({', '.join(conventions.MODEL)}) ({judged}) >= {a.min_replicas}"
+    by_model = ", ".join(conventions.MODEL)
+    branches = []
+    for signal, value, floor in outlier_signals(cfg):
+        # Only replicas with traffic count, in the median too: an idle replica's latency is no peer.
+        # A comparison keeps its left side's value, so the alert's value is the slow replica's.
+        median = f"quantile by ({by_model}) (0.5, {value}\n    and {on(conventions.INSTANCE)} ({judged}))"
+        branches.append(
+            f"label_replace(\n  (\n    {value}\n    > {on(conventions.MODEL)} group_left ()\n"
+            f"    ({num(a.factor)} * {median})\n  ) > {num(floor)}\n"
+            f"  and {on(conventions.INSTANCE)} ({judged})\n  and {on(conventions.MODEL)} ({enough}),\n"
+            f'  "signal", "{signal}", "", ""\n)'
+        )
+    return tuned_alert(
+        cfg,
+        "serving",
+        OUTLIER_REPLICA,
+        a,
+        "\nor\n".join(branches),
+        "One vLLM replica is much slower than the other replicas of its model.",
+        "{{ $labels.instance }} (job {{ $labels.job }}) serves {{ $labels.model_name }} with {{ $labels.signal }} "
+        '{{ $value | printf "%.3f" }} s, over '
+        f"{num(a.factor)}x the median of the model's replicas with traffic ({a.min_replicas} at least), "
+        "while its peers are not: a bad node, GPU or configuration on that replica, not the model's load.",
+    )
+
+
 def groups(cfg: Config) -> list[RuleGroup]:
     interval = cfg.scaled(cfg.intervals.evaluation)
     a = cfg.alerts.serving
     progress = tuple(
-        make(cfg) for rule, make in ((a.hung_engine, _hung_engine), (a.traffic_stop, _traffic_stop)) if rule.enabled
+        make(cfg)
+        for rule, make in (
+            (a.hung_engine, _hung_engine),
+            (a.traffic_stop, _traffic_stop),
+            (a.outlier_replica, _outlier_replica),
+        )
+        if rule.enabled
     )
     return [
         RuleGroup("infersight-serving-slo.alerts", interval, tuple(_burn_alerts(cfg))),

@@ -176,11 +176,27 @@ class TrafficStopAlert(AlertRule):
     min_requests_per_second: NonNegative = 0.05
 
 
+class OutlierReplicaAlert(AlertRule):
+    """One replica of a model much slower than its peers' median, while the model as a whole may
+    still meet its SLO."""
+
+    factor: float = Field(default=2.0, gt=1)  # slower than this many times the peers' median
+    # A median of two is their mean: it cannot tell which one is slow. Three replicas at least.
+    min_replicas: int = Field(default=3, ge=3)
+    # Per replica: fewer requests make its p99 the latency of one or two requests.
+    min_requests_per_second: NonNegative = 0.1
+    # Below these a replica is not slow enough to matter, however it compares with fast peers.
+    min_ttft_seconds: NonNegative = 0.5
+    min_queue_seconds: NonNegative = 0.5
+    min_itl_seconds: NonNegative = 0.02
+
+
 class ServingAlerts(Strict):
     target_down: AlertRule = AlertRule(for_=Duration.parse("5m"), severity="critical")
     metrics_absent: AlertRule = AlertRule(for_=Duration.parse("10m"), severity="warning")
     hung_engine: HungEngineAlert = HungEngineAlert(for_=Duration.parse("5m"), severity="critical")
     traffic_stop: TrafficStopAlert = TrafficStopAlert(for_=Duration.parse("5m"), severity="critical")
+    outlier_replica: OutlierReplicaAlert = OutlierReplicaAlert(for_=Duration.parse("15m"), severity="warning")
 
 
 class Alerts(PackSection):

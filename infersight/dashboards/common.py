@@ -25,11 +25,13 @@ from grafana_foundation_sdk.builders.heatmap import Panel as HeatmapPanel
 from grafana_foundation_sdk.builders.heatmap import YAxisConfig as HeatmapYAxis
 from grafana_foundation_sdk.builders.prometheus import Dataquery
 from grafana_foundation_sdk.builders.stat import Panel as StatPanel
+from grafana_foundation_sdk.builders.table import Panel as TablePanel
 from grafana_foundation_sdk.builders.timeseries import Panel as TimeseriesPanel
 from grafana_foundation_sdk.cog.builder import Builder
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models import dashboard as dashboard_model
 from grafana_foundation_sdk.models import heatmap as heatmap_model
+from grafana_foundation_sdk.models import prometheus as prometheus_model
 from grafana_foundation_sdk.models.common import (
     BigValueGraphMode,
     DataSourceRef,
@@ -52,6 +54,7 @@ class Query:
     expr: str
     legend: str = ""
     instant: bool = False
+    table: bool = False  # one row per series, its labels as columns (a table panel's query)
 
 
 def filters(*labels: str) -> list[str]:
@@ -67,6 +70,8 @@ def _targets(queries: Sequence[Query]) -> list[Builder[Any]]:
             t = t.legend_format(query.legend)
         if query.instant:
             t = t.instant()
+        if query.table:
+            t = t.format(prometheus_model.PromQueryFormat.TABLE)
         out.append(t)
     if len(queries) > len(_REF_IDS):
         raise ValueError("a panel may hold at most 26 queries")
@@ -81,7 +86,7 @@ def _thresholds(steps: Sequence[tuple[float | None, str]]) -> ThresholdsConfig:
     )
 
 
-AnyPanel = TypeVar("AnyPanel", TimeseriesPanel, StatPanel, HeatmapPanel)
+AnyPanel = TypeVar("AnyPanel", TimeseriesPanel, StatPanel, HeatmapPanel, TablePanel)
 
 
 def _basics(
@@ -150,6 +155,62 @@ def stat(
     )
     if decimals is not None:
         panel = panel.decimals(decimals)
+    return panel
+
+
+@dataclass(frozen=True)
+class Column:
+    """One value column of a table: its query (instant, one series per row), its header, its unit,
+    and the value from which its cell turns red (None: never coloured)."""
+
+    expr: str
+    header: str
+    unit: str
+    red_from: float | None = None
+
+
+def table(
+    title: str,
+    description: str,
+    key: Sequence[str],
+    columns: Sequence[Column],
+    *,
+    width: int = 24,
+    height: int = 10,
+) -> TablePanel:
+    """One row per ``key`` (label columns), one column per query: the queries' instant results
+    merged on their labels. A column with ``red_from`` colours each cell past it."""
+    queries = [Query(c.expr, instant=True, table=True) for c in columns]
+    values = {f"Value #{ref}": c for ref, c in zip(_REF_IDS, columns, strict=False)}
+    organize = {
+        "excludeByName": {"Time": True},
+        "indexByName": {name: i for i, name in enumerate([*key, *values])},
+        "renameByName": {name: c.header for name, c in values.items()},
+    }
+    panel = (
+        _basics(TablePanel(), title, description, "none", queries, width, height)
+        .transformations(
+            [
+                dashboard_model.DataTransformerConfig(id_val="merge", options={}),
+                dashboard_model.DataTransformerConfig(id_val="organize", options=organize),
+            ]
+        )
+        .filterable(True)
+    )
+    for c in columns:
+        properties = [dashboard_model.DynamicConfigValue(id_val="unit", value=c.unit)]
+        if c.red_from is not None:
+            properties += [
+                dashboard_model.DynamicConfigValue(id_val="custom.cellOptions", value={"type": "color-background"}),
+                dashboard_model.DynamicConfigValue(
+                    id_val="thresholds",
+                    value={
+                        "mode": "absolute",
+                        "steps": [{"color": "green", "value": None}, {"color": "red", "value": c.red_from}],
+                    },
+                ),
+            ]
+        panel = panel.override_by_name(c.header, properties)
     return panel
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from infersight import conventions, promql
+from infersight.alerts import serving as serving_alerts
+from infersight.alerts.common import on
 from infersight.config import Config
-from infersight.dashboards.common import Query, Section, filters, render, stat, timeseries
+from infersight.dashboards.common import Column, Query, Section, filters, render, stat, table, timeseries
 from infersight.recording_rules import serving as serving_rules
 
 FILE = "vllm-overview.json"
@@ -263,8 +265,47 @@ def _slo(cfg: Config, spec: serving_rules.SLOSpec) -> Section:
     )
 
 
+def _instances(cfg: Config) -> Section:
+    """vLLM's own "Instances" view, with each replica's latency against its model's median: the
+    outlier-replica alert's comparison, coloured where the alert would count it."""
+    a = cfg.alerts.serving.outlier_replica
+    judged = serving_alerts.replicas_judged(cfg)
+    columns = [Column(_selected(serving_rules.requests(cfg)), "requests/s", "reqps")]
+    titles = {"ttft_p99": "TTFT p99", "queue_p95": "queue p95", "itl_mean": "ITL mean"}
+    for signal, value, _ in serving_alerts.outlier_signals(cfg, "$__rate_interval"):
+        mine = f"({value})\nand {on(conventions.INSTANCE)} ({_selected(serving_rules.requests(cfg))})"
+        median = (
+            f"quantile by ({', '.join(conventions.MODEL)}) (0.5, {value}\nand {on(conventions.INSTANCE)} ({judged}))"
+        )
+        columns += [
+            Column(mine, titles[signal], "s"),
+            Column(
+                f"{mine}\n/ {on(conventions.MODEL)} group_left ()\n{median}",
+                f"{titles[signal]} x median",
+                "suffix:x",
+                red_from=a.factor,
+            ),
+        ]
+    columns.append(Column(_selected(conventions.gauge_sum("vllm:num_requests_waiting")), "waiting", "short"))
+    return Section(
+        "Instances",
+        [
+            table(
+                "Instances",
+                "One row per vLLM server: its traffic, its latency, and each latency over the median of its "
+                f"model's replicas with traffic (over {a.min_requests_per_second:g} requests/s). Red from "
+                f"{a.factor:g}x the median: the outlier-replica alert fires when that lasts {a.for_} and the model "
+                f"has {a.min_replicas} such replicas or more. TTFT and queue time are the alert's recorded "
+                f"{cfg.intervals.rate} quantiles; the mean ITL is over the panel's rate interval.",
+                conventions.INSTANCE,
+                columns,
+            )
+        ],
+    )
+
+
 def dashboards(cfg: Config) -> dict[str, dict[str, Any]]:
-    sections = [_overview(cfg), _traffic(cfg), _errors(cfg), _latency(cfg), _saturation(cfg)]
+    sections = [_overview(cfg), _instances(cfg), _traffic(cfg), _errors(cfg), _latency(cfg), _saturation(cfg)]
     sections += [_slo(cfg, spec) for spec in serving_rules.slo_specs(cfg)]
     board = render(
         cfg,

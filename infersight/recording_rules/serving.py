@@ -26,16 +26,18 @@ from infersight.durations import Duration
 from infersight.recording_rules.histograms import quantile_rules
 from infersight.rules import Alert, RecordingRule, RuleGroup
 
+TTFT = "vllm:time_to_first_token_seconds"
 # Histograms whose quantiles the overview shows; (catalog name, short name used in titles).
 LATENCY_HISTOGRAMS = (
-    ("vllm:time_to_first_token_seconds", "TTFT"),
+    (TTFT, "TTFT"),
     ("vllm:inter_token_latency_seconds", "ITL"),
     ("vllm:e2e_request_latency_seconds", "E2E"),
 )
 
 
 # The per-instance quantiles a panel or alert reads; the rest are recorded per model only.
-INSTANCE_QUANTILES: dict[str, tuple[float, ...]] = {"vllm:time_to_first_token_seconds": (0.99,)}
+# The outlier-replica alert and the instances table read TTFT p99 per instance.
+INSTANCE_QUANTILES: dict[str, tuple[float, ...]] = {TTFT: (0.99,)}
 
 
 def requests_by_reason(cfg: Config) -> str:

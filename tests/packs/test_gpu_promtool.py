@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from infersight.config import parse_config
-from tests.promtool_runner import promtool_test
+from tests.promtool_runner import only_case, promtool_test
 
 TEST_FILE = Path(__file__).parent / "promtool" / "gpu.test.yaml"
 
@@ -18,17 +17,6 @@ TEST_FILE = Path(__file__).parent / "promtool" / "gpu.test.yaml"
 def test_gpu_alerts_pass_promtool_unit_tests(tmp_path: Path) -> None:
     result = promtool_test(TEST_FILE, tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
-
-
-def _only(case: str, tmp_path: Path) -> Path:
-    """The test file with just the case whose name starts with ``case`` (promtool runs a whole file)."""
-    data = yaml.safe_load(TEST_FILE.read_text())
-    data["tests"] = [t for t in data["tests"] if t["name"].startswith(case)]
-    assert len(data["tests"]) == 1, case
-    path = tmp_path / "case" / TEST_FILE.name
-    path.parent.mkdir()
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
 
 
 @pytest.mark.parametrize(
@@ -67,7 +55,9 @@ def _only(case: str, tmp_path: Path) -> Path:
     ],
 )
 def test_the_unit_tests_catch_a_changed_rule(tmp_path: Path, broken_case: str, override: dict[str, Any]) -> None:
-    result = promtool_test(_only(broken_case, tmp_path), tmp_path / "bundle", parse_config({"gpu": override}))
+    result = promtool_test(
+        only_case(TEST_FILE, broken_case, tmp_path), tmp_path / "bundle", parse_config({"gpu": override})
+    )
     output = result.stdout + result.stderr
     assert result.returncode != 0
     assert f"name: {broken_case}" in output, output[-3000:]
@@ -76,7 +66,9 @@ def test_the_unit_tests_catch_a_changed_rule(tmp_path: Path, broken_case: str, o
 def test_the_unit_tests_catch_a_join_that_misses_a_host_spelling(tmp_path: Path) -> None:
     # Only the released exporter's label: GPUs from dcgm-exporter's main branch lose Hostname and their key.
     cfg = parse_config({"gpu": {"join": {"gpu_host_labels": ["Hostname"]}}})
-    result = promtool_test(_only("every GPU gets Hostname and engines a join key", tmp_path), tmp_path / "bundle", cfg)
+    result = promtool_test(
+        only_case(TEST_FILE, "every GPU gets Hostname and engines a join key", tmp_path), tmp_path / "bundle", cfg
+    )
     output = result.stdout + result.stderr
     assert result.returncode != 0
     assert 'expr: "node:dcgm_gpus:count"' in output

@@ -4061,6 +4061,349 @@ local f = import 'lib/format.libsonnet';
           },
           "id": 8,
           "panels": [],
+          "title": "Instances",
+          "type": "row",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "One row per vLLM server: its traffic, its latency, and each latency over the median of its model's replicas with traffic (over " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + " requests/s). Red from " + f.g6($._config["alerts.serving.outlier_replica.factor"]) + "x the median: the outlier-replica alert fires when that lasts " + f.duration($._config["alerts.serving.outlier_replica.for"]) + " and the model has " + f.int($._config["alerts.serving.outlier_replica.min_replicas"]) + " such replicas or more. TTFT and queue time are the alert's recorded " + f.duration($._config["intervals.rate"]) + " quantiles; the mean ITL is over the panel's rate interval.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "align": "auto",
+                "filterable": true,
+                "inspect": false,
+              },
+              "unit": "none",
+            },
+            "overrides": [
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "requests/s",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "reqps",
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "TTFT p99",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "s",
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "TTFT p99 x median",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "suffix:x",
+                  },
+                  {
+                    "id": "custom.cellOptions",
+                    "value": {
+                      "type": "color-background",
+                    },
+                  },
+                  {
+                    "id": "thresholds",
+                    "value": {
+                      "mode": "absolute",
+                      "steps": [
+                        {
+                          "color": "green",
+                          "value": null,
+                        },
+                        {
+                          "color": "red",
+                          "value": $._config["alerts.serving.outlier_replica.factor"],
+                        },
+                      ],
+                    },
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "queue p95",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "s",
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "queue p95 x median",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "suffix:x",
+                  },
+                  {
+                    "id": "custom.cellOptions",
+                    "value": {
+                      "type": "color-background",
+                    },
+                  },
+                  {
+                    "id": "thresholds",
+                    "value": {
+                      "mode": "absolute",
+                      "steps": [
+                        {
+                          "color": "green",
+                          "value": null,
+                        },
+                        {
+                          "color": "red",
+                          "value": $._config["alerts.serving.outlier_replica.factor"],
+                        },
+                      ],
+                    },
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "ITL mean",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "s",
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "ITL mean x median",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "suffix:x",
+                  },
+                  {
+                    "id": "custom.cellOptions",
+                    "value": {
+                      "type": "color-background",
+                    },
+                  },
+                  {
+                    "id": "thresholds",
+                    "value": {
+                      "mode": "absolute",
+                      "steps": [
+                        {
+                          "color": "green",
+                          "value": null,
+                        },
+                        {
+                          "color": "red",
+                          "value": $._config["alerts.serving.outlier_replica.factor"],
+                        },
+                      ],
+                    },
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "waiting",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "short",
+                  },
+                ],
+              },
+            ],
+          },
+          "gridPos": {
+            "h": 10,
+            "w": 24,
+            "x": 0,
+            "y": 10,
+          },
+          "options": {
+            "cellHeight": "sm",
+            "footer": {
+              "countRows": false,
+              "reducer": [],
+              "show": false,
+            },
+            "frameIndex": 0,
+            "showHeader": true,
+            "showTypeIcons": false,
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "(instance:vllm_time_to_first_token_seconds:p99_rate" + f.duration($._config["intervals.rate"]) + ")\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "B",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "(instance:vllm_time_to_first_token_seconds:p99_rate" + f.duration($._config["intervals.rate"]) + ")\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})\n/ on (job, model_name) group_left ()\nquantile by (job, model_name) (0.5, instance:vllm_time_to_first_token_seconds:p99_rate" + f.duration($._config["intervals.rate"]) + "\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + " > " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + "))",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "C",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "(instance:vllm_request_queue_time_seconds:p95_rate" + f.duration($._config["intervals.rate"]) + ")\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "D",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "(instance:vllm_request_queue_time_seconds:p95_rate" + f.duration($._config["intervals.rate"]) + ")\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})\n/ on (job, model_name) group_left ()\nquantile by (job, model_name) (0.5, instance:vllm_request_queue_time_seconds:p95_rate" + f.duration($._config["intervals.rate"]) + "\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + " > " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + "))",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "E",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "((sum by (job, instance, model_name) ((rate(vllm:inter_token_latency_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]) or rate(vllm:time_per_output_token_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]))))\n/\n(sum by (job, instance, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval])))))\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "F",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "((sum by (job, instance, model_name) ((rate(vllm:inter_token_latency_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]) or rate(vllm:time_per_output_token_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]))))\n/\n(sum by (job, instance, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval])))))\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})\n/ on (job, model_name) group_left ()\nquantile by (job, model_name) (0.5, (sum by (job, instance, model_name) ((rate(vllm:inter_token_latency_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]) or rate(vllm:time_per_output_token_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]))))\n/\n(sum by (job, instance, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]))))\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + " > " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + "))",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "G",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "instance:vllm_num_requests_waiting:sum{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "H",
+            },
+          ],
+          "title": "Instances",
+          "transformations": [
+            {
+              "id": "merge",
+              "options": {},
+            },
+            {
+              "id": "organize",
+              "options": {
+                "excludeByName": {
+                  "Time": true,
+                },
+                "indexByName": {
+                  "Value #A": 3,
+                  "Value #B": 4,
+                  "Value #C": 5,
+                  "Value #D": 6,
+                  "Value #E": 7,
+                  "Value #F": 8,
+                  "Value #G": 9,
+                  "Value #H": 10,
+                  "instance": 1,
+                  "job": 0,
+                  "model_name": 2,
+                },
+                "renameByName": {
+                  "Value #A": "requests/s",
+                  "Value #B": "TTFT p99",
+                  "Value #C": "TTFT p99 x median",
+                  "Value #D": "queue p95",
+                  "Value #E": "queue p95 x median",
+                  "Value #F": "ITL mean",
+                  "Value #G": "ITL mean x median",
+                  "Value #H": "waiting",
+                },
+              },
+            },
+          ],
+          "transparent": false,
+          "type": "table",
+          "id": 9,
+        },
+        {
+          "collapsed": false,
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 20,
+          },
+          "id": 10,
+          "panels": [],
           "title": "Traffic",
           "type": "row",
         },
@@ -4084,7 +4427,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 10,
+            "y": 21,
           },
           "options": {
             "legend": {
@@ -4116,7 +4459,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Request rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 9,
+          "id": 11,
         },
         {
           "datasource": {
@@ -4138,7 +4481,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 10,
+            "y": 21,
           },
           "options": {
             "legend": {
@@ -4179,7 +4522,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Token throughput",
           "transparent": false,
           "type": "timeseries",
-          "id": 10,
+          "id": 12,
         },
         {
           "datasource": {
@@ -4204,7 +4547,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 18,
+            "y": 29,
           },
           "options": {
             "legend": {
@@ -4236,7 +4579,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Finished requests by reason",
           "transparent": false,
           "type": "timeseries",
-          "id": 11,
+          "id": 13,
         },
         {
           "collapsed": false,
@@ -4244,9 +4587,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 26,
+            "y": 37,
           },
-          "id": 12,
+          "id": 14,
           "panels": [],
           "title": "Errors",
           "type": "row",
@@ -4271,7 +4614,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 27,
+            "y": 38,
           },
           "options": {
             "legend": {
@@ -4303,7 +4646,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Request error ratio",
           "transparent": false,
           "type": "timeseries",
-          "id": 13,
+          "id": 15,
         },
         {
           "datasource": {
@@ -4325,7 +4668,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 27,
+            "y": 38,
           },
           "options": {
             "legend": {
@@ -4357,7 +4700,7 @@ local f = import 'lib/format.libsonnet';
           "title": "HTTP 5xx ratio",
           "transparent": false,
           "type": "timeseries",
-          "id": 14,
+          "id": 16,
         },
         {
           "collapsed": false,
@@ -4365,9 +4708,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 35,
+            "y": 46,
           },
-          "id": 15,
+          "id": 17,
           "panels": [],
           "title": "Latency",
           "type": "row",
@@ -4392,7 +4735,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 0,
-            "y": 36,
+            "y": 47,
           },
           "options": {
             "legend": {
@@ -4442,7 +4785,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 16,
+          "id": 18,
         },
         {
           "datasource": {
@@ -4464,7 +4807,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 8,
-            "y": 36,
+            "y": 47,
           },
           "options": {
             "legend": {
@@ -4514,7 +4857,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 17,
+          "id": 19,
         },
         {
           "datasource": {
@@ -4536,7 +4879,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 36,
+            "y": 47,
           },
           "options": {
             "legend": {
@@ -4586,7 +4929,7 @@ local f = import 'lib/format.libsonnet';
           "title": "E2E latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 18,
+          "id": 20,
         },
         {
           "datasource": {
@@ -4608,7 +4951,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 24,
             "x": 0,
-            "y": 44,
+            "y": 55,
           },
           "options": {
             "legend": {
@@ -4640,7 +4983,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT p99 by instance",
           "transparent": false,
           "type": "timeseries",
-          "id": 19,
+          "id": 21,
         },
         {
           "collapsed": false,
@@ -4648,9 +4991,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 52,
+            "y": 63,
           },
-          "id": 20,
+          "id": 22,
           "panels": [],
           "title": "Saturation",
           "type": "row",
@@ -4675,7 +5018,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 0,
-            "y": 53,
+            "y": 64,
           },
           "options": {
             "legend": {
@@ -4716,7 +5059,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Running and waiting requests",
           "transparent": false,
           "type": "timeseries",
-          "id": 21,
+          "id": 23,
         },
         {
           "datasource": {
@@ -4739,7 +5082,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 8,
-            "y": 53,
+            "y": 64,
           },
           "options": {
             "legend": {
@@ -4771,7 +5114,7 @@ local f = import 'lib/format.libsonnet';
           "title": "KV-cache usage",
           "transparent": false,
           "type": "timeseries",
-          "id": 22,
+          "id": 24,
         },
         {
           "datasource": {
@@ -4793,7 +5136,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 53,
+            "y": 64,
           },
           "options": {
             "legend": {
@@ -4825,7 +5168,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Preemptions",
           "transparent": false,
           "type": "timeseries",
-          "id": 23,
+          "id": 25,
         },
         {
           "collapsed": false,
@@ -4833,9 +5176,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 61,
+            "y": 72,
           },
-          "id": 24,
+          "id": 26,
           "panels": [],
           "title": "SLO: Availability",
           "type": "row",
@@ -4866,7 +5209,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 0,
-            "y": 62,
+            "y": 73,
           },
           "options": {
             "colorMode": "value",
@@ -4899,7 +5242,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 25,
+          "id": 27,
         },
         {
           "datasource": {
@@ -4934,7 +5277,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 6,
-            "y": 62,
+            "y": 73,
           },
           "options": {
             "colorMode": "value",
@@ -4967,7 +5310,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 26,
+          "id": 28,
         },
         {
           "datasource": {
@@ -4989,7 +5332,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 62,
+            "y": 73,
           },
           "options": {
             "legend": {
@@ -5075,7 +5418,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 27,
+          "id": 29,
         },
         {
           "collapsed": false,
@@ -5083,9 +5426,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 70,
+            "y": 81,
           },
-          "id": 28,
+          "id": 30,
           "panels": [],
           "title": "SLO: TTFT",
           "type": "row",
@@ -5116,7 +5459,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 0,
-            "y": 71,
+            "y": 82,
           },
           "options": {
             "colorMode": "value",
@@ -5149,7 +5492,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 29,
+          "id": 31,
         },
         {
           "datasource": {
@@ -5184,7 +5527,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 6,
-            "y": 71,
+            "y": 82,
           },
           "options": {
             "colorMode": "value",
@@ -5217,7 +5560,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 30,
+          "id": 32,
         },
         {
           "datasource": {
@@ -5239,7 +5582,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 71,
+            "y": 82,
           },
           "options": {
             "legend": {
@@ -5325,7 +5668,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 31,
+          "id": 33,
         },
         {
           "collapsed": false,
@@ -5333,9 +5676,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 79,
+            "y": 90,
           },
-          "id": 32,
+          "id": 34,
           "panels": [],
           "title": "SLO: ITL",
           "type": "row",
@@ -5366,7 +5709,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 0,
-            "y": 80,
+            "y": 91,
           },
           "options": {
             "colorMode": "value",
@@ -5399,7 +5742,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 33,
+          "id": 35,
         },
         {
           "datasource": {
@@ -5434,7 +5777,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 6,
-            "y": 80,
+            "y": 91,
           },
           "options": {
             "colorMode": "value",
@@ -5467,7 +5810,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 34,
+          "id": 36,
         },
         {
           "datasource": {
@@ -5489,7 +5832,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 80,
+            "y": 91,
           },
           "options": {
             "legend": {
@@ -5575,7 +5918,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 35,
+          "id": 37,
         },
       ],
       "refresh": "30s",

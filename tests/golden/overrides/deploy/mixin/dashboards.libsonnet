@@ -4314,6 +4314,349 @@ local f = import 'lib/format.libsonnet';
           },
           "id": 8,
           "panels": [],
+          "title": "Instances",
+          "type": "row",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "One row per vLLM server: its traffic, its latency, and each latency over the median of its model's replicas with traffic (over " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + " requests/s). Red from " + f.g6($._config["alerts.serving.outlier_replica.factor"]) + "x the median: the outlier-replica alert fires when that lasts " + f.duration($._config["alerts.serving.outlier_replica.for"]) + " and the model has " + f.int($._config["alerts.serving.outlier_replica.min_replicas"]) + " such replicas or more. TTFT and queue time are the alert's recorded " + f.duration($._config["intervals.rate"]) + " quantiles; the mean ITL is over the panel's rate interval.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "align": "auto",
+                "filterable": true,
+                "inspect": false,
+              },
+              "unit": "none",
+            },
+            "overrides": [
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "requests/s",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "reqps",
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "TTFT p99",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "s",
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "TTFT p99 x median",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "suffix:x",
+                  },
+                  {
+                    "id": "custom.cellOptions",
+                    "value": {
+                      "type": "color-background",
+                    },
+                  },
+                  {
+                    "id": "thresholds",
+                    "value": {
+                      "mode": "absolute",
+                      "steps": [
+                        {
+                          "color": "green",
+                          "value": null,
+                        },
+                        {
+                          "color": "red",
+                          "value": $._config["alerts.serving.outlier_replica.factor"],
+                        },
+                      ],
+                    },
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "queue p95",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "s",
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "queue p95 x median",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "suffix:x",
+                  },
+                  {
+                    "id": "custom.cellOptions",
+                    "value": {
+                      "type": "color-background",
+                    },
+                  },
+                  {
+                    "id": "thresholds",
+                    "value": {
+                      "mode": "absolute",
+                      "steps": [
+                        {
+                          "color": "green",
+                          "value": null,
+                        },
+                        {
+                          "color": "red",
+                          "value": $._config["alerts.serving.outlier_replica.factor"],
+                        },
+                      ],
+                    },
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "ITL mean",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "s",
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "ITL mean x median",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "suffix:x",
+                  },
+                  {
+                    "id": "custom.cellOptions",
+                    "value": {
+                      "type": "color-background",
+                    },
+                  },
+                  {
+                    "id": "thresholds",
+                    "value": {
+                      "mode": "absolute",
+                      "steps": [
+                        {
+                          "color": "green",
+                          "value": null,
+                        },
+                        {
+                          "color": "red",
+                          "value": $._config["alerts.serving.outlier_replica.factor"],
+                        },
+                      ],
+                    },
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "waiting",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "short",
+                  },
+                ],
+              },
+            ],
+          },
+          "gridPos": {
+            "h": 10,
+            "w": 24,
+            "x": 0,
+            "y": 10,
+          },
+          "options": {
+            "cellHeight": "sm",
+            "footer": {
+              "countRows": false,
+              "reducer": [],
+              "show": false,
+            },
+            "frameIndex": 0,
+            "showHeader": true,
+            "showTypeIcons": false,
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "(instance:vllm_time_to_first_token_seconds:p99_rate" + f.duration($._config["intervals.rate"]) + ")\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "B",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "(instance:vllm_time_to_first_token_seconds:p99_rate" + f.duration($._config["intervals.rate"]) + ")\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})\n/ on (job, model_name) group_left ()\nquantile by (job, model_name) (0.5, instance:vllm_time_to_first_token_seconds:p99_rate" + f.duration($._config["intervals.rate"]) + "\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + " > " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + "))",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "C",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "(instance:vllm_request_queue_time_seconds:p95_rate" + f.duration($._config["intervals.rate"]) + ")\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "D",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "(instance:vllm_request_queue_time_seconds:p95_rate" + f.duration($._config["intervals.rate"]) + ")\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})\n/ on (job, model_name) group_left ()\nquantile by (job, model_name) (0.5, instance:vllm_request_queue_time_seconds:p95_rate" + f.duration($._config["intervals.rate"]) + "\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + " > " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + "))",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "E",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "((sum by (job, instance, model_name) ((rate(vllm:inter_token_latency_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]) or rate(vllm:time_per_output_token_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]))))\n/\n(sum by (job, instance, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval])))))\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "F",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "((sum by (job, instance, model_name) ((rate(vllm:inter_token_latency_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]) or rate(vllm:time_per_output_token_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]))))\n/\n(sum by (job, instance, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval])))))\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})\n/ on (job, model_name) group_left ()\nquantile by (job, model_name) (0.5, (sum by (job, instance, model_name) ((rate(vllm:inter_token_latency_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]) or rate(vllm:time_per_output_token_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]))))\n/\n(sum by (job, instance, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]))))\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + " > " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + "))",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "G",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "instance:vllm_num_requests_waiting:sum{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "H",
+            },
+          ],
+          "title": "Instances",
+          "transformations": [
+            {
+              "id": "merge",
+              "options": {},
+            },
+            {
+              "id": "organize",
+              "options": {
+                "excludeByName": {
+                  "Time": true,
+                },
+                "indexByName": {
+                  "Value #A": 3,
+                  "Value #B": 4,
+                  "Value #C": 5,
+                  "Value #D": 6,
+                  "Value #E": 7,
+                  "Value #F": 8,
+                  "Value #G": 9,
+                  "Value #H": 10,
+                  "instance": 1,
+                  "job": 0,
+                  "model_name": 2,
+                },
+                "renameByName": {
+                  "Value #A": "requests/s",
+                  "Value #B": "TTFT p99",
+                  "Value #C": "TTFT p99 x median",
+                  "Value #D": "queue p95",
+                  "Value #E": "queue p95 x median",
+                  "Value #F": "ITL mean",
+                  "Value #G": "ITL mean x median",
+                  "Value #H": "waiting",
+                },
+              },
+            },
+          ],
+          "transparent": false,
+          "type": "table",
+          "id": 9,
+        },
+        {
+          "collapsed": false,
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 20,
+          },
+          "id": 10,
+          "panels": [],
           "title": "Traffic",
           "type": "row",
         },
@@ -4337,7 +4680,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 10,
+            "y": 21,
           },
           "options": {
             "legend": {
@@ -4369,7 +4712,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Request rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 9,
+          "id": 11,
         },
         {
           "datasource": {
@@ -4391,7 +4734,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 10,
+            "y": 21,
           },
           "options": {
             "legend": {
@@ -4432,7 +4775,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Token throughput",
           "transparent": false,
           "type": "timeseries",
-          "id": 10,
+          "id": 12,
         },
         {
           "datasource": {
@@ -4457,7 +4800,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 18,
+            "y": 29,
           },
           "options": {
             "legend": {
@@ -4489,7 +4832,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Finished requests by reason",
           "transparent": false,
           "type": "timeseries",
-          "id": 11,
+          "id": 13,
         },
         {
           "collapsed": false,
@@ -4497,9 +4840,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 26,
+            "y": 37,
           },
-          "id": 12,
+          "id": 14,
           "panels": [],
           "title": "Errors",
           "type": "row",
@@ -4524,7 +4867,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 27,
+            "y": 38,
           },
           "options": {
             "legend": {
@@ -4556,7 +4899,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Request error ratio",
           "transparent": false,
           "type": "timeseries",
-          "id": 13,
+          "id": 15,
         },
         {
           "datasource": {
@@ -4578,7 +4921,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 27,
+            "y": 38,
           },
           "options": {
             "legend": {
@@ -4610,7 +4953,7 @@ local f = import 'lib/format.libsonnet';
           "title": "HTTP 5xx ratio",
           "transparent": false,
           "type": "timeseries",
-          "id": 14,
+          "id": 16,
         },
         {
           "collapsed": false,
@@ -4618,9 +4961,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 35,
+            "y": 46,
           },
-          "id": 15,
+          "id": 17,
           "panels": [],
           "title": "Latency",
           "type": "row",
@@ -4645,7 +4988,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 0,
-            "y": 36,
+            "y": 47,
           },
           "options": {
             "legend": {
@@ -4695,7 +5038,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 16,
+          "id": 18,
         },
         {
           "datasource": {
@@ -4717,7 +5060,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 8,
-            "y": 36,
+            "y": 47,
           },
           "options": {
             "legend": {
@@ -4767,7 +5110,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 17,
+          "id": 19,
         },
         {
           "datasource": {
@@ -4789,7 +5132,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 36,
+            "y": 47,
           },
           "options": {
             "legend": {
@@ -4839,7 +5182,7 @@ local f = import 'lib/format.libsonnet';
           "title": "E2E latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 18,
+          "id": 20,
         },
         {
           "datasource": {
@@ -4861,7 +5204,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 24,
             "x": 0,
-            "y": 44,
+            "y": 55,
           },
           "options": {
             "legend": {
@@ -4893,7 +5236,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT p99 by instance",
           "transparent": false,
           "type": "timeseries",
-          "id": 19,
+          "id": 21,
         },
         {
           "collapsed": false,
@@ -4901,9 +5244,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 52,
+            "y": 63,
           },
-          "id": 20,
+          "id": 22,
           "panels": [],
           "title": "Saturation",
           "type": "row",
@@ -4928,7 +5271,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 0,
-            "y": 53,
+            "y": 64,
           },
           "options": {
             "legend": {
@@ -4969,7 +5312,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Running and waiting requests",
           "transparent": false,
           "type": "timeseries",
-          "id": 21,
+          "id": 23,
         },
         {
           "datasource": {
@@ -4992,7 +5335,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 8,
-            "y": 53,
+            "y": 64,
           },
           "options": {
             "legend": {
@@ -5024,7 +5367,7 @@ local f = import 'lib/format.libsonnet';
           "title": "KV-cache usage",
           "transparent": false,
           "type": "timeseries",
-          "id": 22,
+          "id": 24,
         },
         {
           "datasource": {
@@ -5046,7 +5389,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 53,
+            "y": 64,
           },
           "options": {
             "legend": {
@@ -5078,7 +5421,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Preemptions",
           "transparent": false,
           "type": "timeseries",
-          "id": 23,
+          "id": 25,
         },
         {
           "collapsed": false,
@@ -5086,9 +5429,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 61,
+            "y": 72,
           },
-          "id": 24,
+          "id": 26,
           "panels": [],
           "title": "SLO: Availability",
           "type": "row",
@@ -5119,7 +5462,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 0,
-            "y": 62,
+            "y": 73,
           },
           "options": {
             "colorMode": "value",
@@ -5152,7 +5495,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 25,
+          "id": 27,
         },
         {
           "datasource": {
@@ -5187,7 +5530,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 6,
-            "y": 62,
+            "y": 73,
           },
           "options": {
             "colorMode": "value",
@@ -5220,7 +5563,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 26,
+          "id": 28,
         },
         {
           "datasource": {
@@ -5242,7 +5585,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 62,
+            "y": 73,
           },
           "options": {
             "legend": {
@@ -5328,7 +5671,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 27,
+          "id": 29,
         },
         {
           "collapsed": false,
@@ -5336,9 +5679,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 70,
+            "y": 81,
           },
-          "id": 28,
+          "id": 30,
           "panels": [],
           "title": "SLO: TTFT",
           "type": "row",
@@ -5369,7 +5712,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 0,
-            "y": 71,
+            "y": 82,
           },
           "options": {
             "colorMode": "value",
@@ -5402,7 +5745,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 29,
+          "id": 31,
         },
         {
           "datasource": {
@@ -5437,7 +5780,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 6,
-            "y": 71,
+            "y": 82,
           },
           "options": {
             "colorMode": "value",
@@ -5470,7 +5813,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 30,
+          "id": 32,
         },
         {
           "datasource": {
@@ -5492,7 +5835,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 71,
+            "y": 82,
           },
           "options": {
             "legend": {
@@ -5578,7 +5921,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 31,
+          "id": 33,
         },
         {
           "collapsed": false,
@@ -5586,9 +5929,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 79,
+            "y": 90,
           },
-          "id": 32,
+          "id": 34,
           "panels": [],
           "title": "SLO: ITL",
           "type": "row",
@@ -5619,7 +5962,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 0,
-            "y": 80,
+            "y": 91,
           },
           "options": {
             "colorMode": "value",
@@ -5652,7 +5995,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 33,
+          "id": 35,
         },
         {
           "datasource": {
@@ -5687,7 +6030,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 6,
-            "y": 80,
+            "y": 91,
           },
           "options": {
             "colorMode": "value",
@@ -5720,7 +6063,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 34,
+          "id": 36,
         },
         {
           "datasource": {
@@ -5742,7 +6085,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 80,
+            "y": 91,
           },
           "options": {
             "legend": {
@@ -5828,7 +6171,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 35,
+          "id": 37,
         },
       ],
       "refresh": "30s",
