@@ -171,14 +171,22 @@ class Limits(_Strict):
 
 
 class Validity(_Strict):
-    """When a run's numbers cannot be trusted: the client fell behind its own schedule."""
+    """When a run's numbers cannot be trusted: the client fell behind its own schedule. Each
+    open-loop stage may lag up to the larger of ``max_schedule_lag_p99`` and
+    ``max_schedule_lag_gap_fraction`` of its mean gap between requests: a lag that is small
+    against the gap does not change the load, however busy the host."""
 
     max_schedule_lag_p99: Duration = Duration.parse("10ms")
+    max_schedule_lag_gap_fraction: float = Field(default=0.1, gt=0, le=1)
 
     @model_validator(mode="after")
     def _positive_threshold(self) -> Validity:
         _positive(self.max_schedule_lag_p99, "max_schedule_lag_p99")
         return self
+
+    def allowed_lag_ms(self, rate: float) -> float:
+        """The schedule-lag p99 a stage at ``rate`` requests/s may have."""
+        return max(self.max_schedule_lag_p99.ms, self.max_schedule_lag_gap_fraction * 1000 / rate)
 
 
 class _Action(_Strict):
