@@ -70,3 +70,12 @@ def test_the_outlier_cases_catch_a_changed_rule(override: dict[str, object], bro
     result = promtool_test(only_case(OUTLIER_FILE, broken_case, tmp_path), tmp_path / "bundle", cfg)
     assert result.returncode != 0
     assert broken_case in result.stdout + result.stderr
+
+
+def test_fewer_than_three_replicas_stay_quiet_even_at_a_low_factor(tmp_path: Path) -> None:
+    # At factor 2 two replicas can never alert (the slow one would exceed their sum); at 1.2 the
+    # slow one does, unless the min-replicas guard holds.
+    cfg = parse_config({"alerts": {"serving": {"outlier_replica": {"factor": 1.2}}}})
+    case = only_case(OUTLIER_FILE, "outlier stays quiet with fewer than three replicas", tmp_path)
+    result = promtool_test(case, tmp_path / "bundle", cfg)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -180,10 +180,12 @@ def table(
 ) -> TablePanel:
     """One row per ``key`` (label columns), one column per query: the queries' instant results
     merged on their labels. A column with ``red_from`` colours each cell past it."""
-    queries = [Query(c.expr, instant=True, table=True) for c in columns]
+    # Summed by the key: one row per key, and no __name__ (a column's metric name differs from
+    # the next one's, and Grafana's merge keeps rows apart that differ in any shared label).
+    queries = [Query(promql.sum_by(key, c.expr), instant=True, table=True) for c in columns]
     values = {f"Value #{ref}": c for ref, c in zip(_REF_IDS, columns, strict=False)}
     organize = {
-        "excludeByName": {"Time": True},
+        "excludeByName": {"Time": True, "__name__": True},
         "indexByName": {name: i for i, name in enumerate([*key, *values])},
         "renameByName": {name: c.header for name, c in values.items()},
     }

@@ -280,7 +280,7 @@ def _instances(cfg: Config) -> Section:
         columns += [
             Column(mine, titles[signal], "s"),
             Column(
-                f"{mine}\n/ {on(conventions.MODEL)} group_left ()\n{median}",
+                f"({mine})\n/ {on(conventions.MODEL)} group_left ()\n({median})",
                 f"{titles[signal]} x median",
                 "suffix:x",
                 red_from=a.factor,

@@ -278,8 +278,7 @@ def _one_range(range_s: float, step_s: float, costs: list[DashboardCost]) -> lis
         time_x = t[5] / t[4] if t[4] else 0.0
         whole_x = t[6] / t[0] if t[0] else 0.0
         # A raw query that failed (timed out) is counted at the recorded cost: the ratio is a floor.
-        floor = f" >= (raw failed on {t[7]:.0f} panels)" if t[7] else ""
-        lines.append(
-            f"{board:<28} {t[0]:>11.0f} {t[1]:>7.3f}s | {samples_x:>6.1f}x {time_x:>6.1f}x | {whole_x:>6.1f}x{floor}"
-        )
+        # A floor is marked ">=": at least that much cheaper.
+        whole = f">={whole_x:.1f}x (raw failed on {t[7]:.0f} of its panels)" if t[7] else f"{whole_x:>6.1f}x"
+        lines.append(f"{board:<28} {t[0]:>11.0f} {t[1]:>7.3f}s | {samples_x:>6.1f}x {time_x:>6.1f}x | {whole}")
     return [*lines, ""]
