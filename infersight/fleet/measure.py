@@ -312,20 +312,57 @@ def grafana_rate_interval(step_s: float, scrape_s: float) -> str:
 
 
 def output_grouping(expr: str) -> list[str] | None:
-    """The ``by`` labels of the outermost aggregation: the entity a rule reports on; None when the
-    expression aggregates with ``without`` or not at all."""
-    found: list[list[str] | None] = []
+    """The labels of the entity a rule reports on: the ``by`` labels of the aggregation its output
+    comes from, following the left side of ``and``/``unless`` and the "many" side of a
+    ``group_left``/``group_right``, plus what ``label_replace`` adds. Where that leads to a bare
+    selector, the first aggregation in reading order stands in. None when the expression
+    aggregates with ``without`` or not at all."""
+    tree = promql_parser.parse(expr)
+    found = _output_grouping(tree)
+    if found is not None:
+        return found
+    first: list[list[str] | None] = []
 
     def visit(node: Any) -> bool:
         if isinstance(node, promql_parser.AggregateExpr):
-            modifier = node.modifier
-            by = modifier is not None and str(modifier.type).endswith("By")
-            found.append(list(modifier.labels) if by and modifier is not None else None)
+            first.append(_by_labels(node))
             return False
         return True
 
-    promql_parser.walk(promql_parser.parse(expr), visit)
-    return found[0] if found else None
+    promql_parser.walk(tree, visit)
+    return first[0] if first else None
+
+
+def _by_labels(node: Any) -> list[str] | None:
+    modifier = node.modifier
+    by = modifier is not None and str(modifier.type).endswith("By")
+    return list(modifier.labels) if by and modifier is not None else None
+
+
+def _output_grouping(node: Any) -> list[str] | None:
+    if isinstance(node, promql_parser.AggregateExpr):
+        return _by_labels(node)
+    if isinstance(node, promql_parser.ParenExpr | promql_parser.SubqueryExpr):
+        return _output_grouping(node.expr)
+    if isinstance(node, promql_parser.Call):
+        if node.func.name == "label_replace":
+            inner = _output_grouping(node.args[0])
+            dst = node.args[1].val
+            return None if inner is None else [*inner, *([dst] if dst not in inner else [])]
+        for arg in node.args:
+            if (inner := _output_grouping(arg)) is not None:
+                return inner
+        return None
+    if isinstance(node, promql_parser.BinaryExpr):
+        card = str(node.modifier.card) if node.modifier is not None else ""
+        op = str(node.op)
+        if op in ("and", "unless") or card.endswith("ManyToOne"):
+            return _output_grouping(node.lhs)
+        if card.endswith("OneToMany"):
+            return _output_grouping(node.rhs)
+        left, right = _output_grouping(node.lhs), _output_grouping(node.rhs)
+        return left if left is not None else right
+    return None
 
 
 def duplicate_entities(api: PrometheusAPI, rules: Sequence[Rule], batch: int = 25) -> dict[str, list[str]]:
