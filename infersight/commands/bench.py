@@ -71,6 +71,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="skip the second run without rules that measures what the bundle adds to head series and RSS "
         "(it takes another --duration)",
     )
+    f.add_argument(
+        "--no-dashboards",
+        action="store_true",
+        help="skip the dashboard queries (recorded and raw, over 1h and 6h): rule cost, series and memory only",
+    )
     f.set_defaults(func=run_fleet)
 
 
@@ -107,6 +112,7 @@ def run_fleet(args: argparse.Namespace) -> int:
                 args.duration,
                 lambda m: print(m, file=sys.stderr),
                 baseline=not args.no_baseline,
+                dashboards=not args.no_dashboards,
             )
     except (KeyboardInterrupt, Terminated) as exc:
         sig = signal_of(exc)

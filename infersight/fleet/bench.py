@@ -94,6 +94,7 @@ def run(
     wait_s: float,
     progress: Callable[[str], None],
     baseline: bool = True,
+    dashboards: bool = True,
 ) -> Report:
     fleet = topology.build(servers, models)
     report = Report(
@@ -134,8 +135,7 @@ def run(
         report.targets_down = len(api.instant("up == 0"))
         slowest = api.instant("max(scrape_duration_seconds)")
         report.slowest_scrape_s = float(slowest[0]["value"][1]) if slowest else 0.0
-        progress("measuring dashboard queries (recorded, then raw)")
-        for range_s in DASHBOARD_RANGES_S:
+        for range_s in DASHBOARD_RANGES_S if dashboards else ():
             step_s = measure.grafana_step(range_s, scrape_s)
             progress(f"measuring dashboard queries over {range_s / 3600:g}h")
             report.steps[range_s] = step_s

@@ -82,3 +82,17 @@ def test_sigterm_stops_everything_it_started() -> None:
     assert proc.returncode == 130, rest
     assert "interrupted (SIGTERM)" in rest
     assert [http_get(f"{u}/-/ready", timeout=2)[0] for u in urls] == [0, 0], "a process outlived the run"
+
+
+@pytest.mark.e2e
+def test_a_short_run_without_dashboards_prints_rule_cost_series_and_the_baseline(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Correctness of the command end to end, not its numbers: a short run on three engines.
+    argv = ["bench", "fleet", "--engines=3", "--models=1", "--duration=4s", "--no-dashboards"]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "infersight-serving.rules" in out and "all groups (sum of shares)" in out
+    assert re.search(r"head series: \d+ \(raw \d+, recorded \d+", out), out
+    assert re.search(r"without the bundle \(same fleet, as long, no rules\): head series \d+", out), out
+    assert "dashboard queries" not in out
