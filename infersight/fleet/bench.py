@@ -37,6 +37,7 @@ class Report:
     waited_s: float
     machine: str
     groups: list[measure.GroupCost] = field(default_factory=list)
+    slowest: list[measure.RuleCost] = field(default_factory=list)
     missed: float = 0.0
     failures: float = 0.0
     unhealthy: list[str] = field(default_factory=list)
@@ -52,6 +53,9 @@ class Report:
     dashboards: dict[float, list[DashboardCost]] = field(default_factory=dict)
     steps: dict[float, float] = field(default_factory=dict)
 
+
+# Rules listed by their own evaluation time, under the groups: where the groups' time goes.
+SLOWEST_RULES = 15
 
 # The ranges an SRE opens a dashboard on: the default hour, and a shift's six hours.
 DASHBOARD_RANGES_S = (3600.0, 6 * 3600.0)
@@ -116,6 +120,7 @@ def run(
         api = stack.api
         progress("measuring rule groups, series and memory")
         report.groups = measure.rule_groups(api)
+        report.slowest = measure.slowest_rules(api, SLOWEST_RULES)
         own = measure.self_metrics(
             api,
             (
@@ -205,6 +210,10 @@ def render(report: Report) -> str:
         *(f"  {u}" for u in report.unhealthy[:10]),
         "",
     ]
+    if report.slowest:
+        lines.append(f"{'slowest rules':<44} {'group':<40} {'last eval':>10}")
+        lines += [f"{r.name[:44]:<44} {r.group[:40]:<40} {r.seconds:>9.3f}s" for r in report.slowest]
+        lines.append("")
     s = report.series
     if s is not None:
         lines += [

@@ -82,6 +82,23 @@ def rule_groups(api: PrometheusAPI) -> list[GroupCost]:
     ]
 
 
+@dataclass(frozen=True)
+class RuleCost:
+    group: str
+    name: str
+    seconds: float  # the rule's last evaluationTime
+
+
+def slowest_rules(api: PrometheusAPI, count: int) -> list[RuleCost]:
+    """The ``count`` rules whose last evaluation took longest: where a group's time goes."""
+    costs = [
+        RuleCost(g["name"], r.get("name", ""), float(r.get("evaluationTime", 0.0)))
+        for g in api.api("/api/v1/rules")["groups"]
+        for r in g["rules"]
+    ]
+    return sorted(costs, key=lambda c: -c.seconds)[:count]
+
+
 def unhealthy_rules(api: PrometheusAPI) -> list[str]:
     """'group/rule: error' for every rule whose last evaluation failed (or never ran)."""
     return [

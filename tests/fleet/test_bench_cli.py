@@ -92,7 +92,7 @@ def test_a_short_run_without_dashboards_prints_rule_cost_series_and_the_baseline
     argv = ["bench", "fleet", "--engines=3", "--models=1", "--duration=4s", "--no-dashboards"]
     assert cli.main(argv) == 0
     out = capsys.readouterr().out
-    assert "infersight-serving.rules" in out and "all groups (sum of shares)" in out
+    assert "infersight-serving.rules" in out and "all groups (sum of shares)" in out and "slowest rules" in out
     assert re.search(r"head series: \d+ \(raw \d+, recorded \d+", out), out
     assert re.search(r"without the bundle \(same fleet, as long, no rules\): head series \d+", out), out
     assert "dashboard queries" not in out

@@ -41,3 +41,11 @@ def test_a_failed_raw_query_makes_the_whole_dashboard_ratio_a_floor() -> None:
     # samples: compared 1000/10, whole (1000 + 10 counted for the failed one) / 20; equal times
     assert kv.endswith("|  100.0x    1.0x | >=50.5x (raw failed on 1 of its panels)"), kv
     assert gpu.endswith("|   20.0x    1.0x |   20.0x"), gpu
+
+
+def test_the_slowest_rules_are_listed_under_the_groups() -> None:
+    slowest = [measure.RuleCost("infersight-gpu.alerts", "InfersightGPUMemoryLeak", 4.25)]
+    lines = bench.render(_report(slowest=slowest)).splitlines()
+    row = next(line for line in lines if line.startswith("InfersightGPUMemoryLeak "))
+    assert "infersight-gpu.alerts" in row and row.endswith("4.250s")
+    assert lines.index(row) > next(i for i, line in enumerate(lines) if line.startswith("missed iterations"))
