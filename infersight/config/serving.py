@@ -47,6 +47,9 @@ class Selectors(Strict):
 class Intervals(Strict):
     scrape: Duration = Duration.parse("15s")
     evaluation: Duration = Duration.parse("30s")
+    # Alerts that read windows of 10 m or more and wait 10 m or more (GPU coverage, throttling, leak,
+    # predicted OOM) gain nothing from a 30 s evaluation, and at fleet size they cost the most.
+    slow_evaluation: Duration = Duration.parse("2m")
     rate: Duration = Duration.parse("5m")  # window of the golden-signal recording rules
 
     @model_validator(mode="after")
@@ -55,6 +58,8 @@ class Intervals(Strict):
             raise ValueError(f"rate: window {self.rate} must cover at least 4 scrapes ({self.scrape} each)")
         if self.scrape.ms == 0 or self.evaluation.ms == 0:
             raise ValueError("scrape and evaluation intervals must be positive")
+        if self.slow_evaluation < self.evaluation:
+            raise ValueError(f"slow_evaluation: {self.slow_evaluation} must not be shorter than evaluation")
         return self
 
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from infersight.config import Config
-from infersight.fleet import measure, topology
-from infersight.fleet.stack import FleetStack
+from infersight.fleet import cpu, measure, topology
+from infersight.fleet.stack import PROMETHEUS, FleetStack
 
 # Prometheus keeps roughly this much resident memory per head series (measured: docs/scale.md),
 # and the fleet server about 1/10 of it; used only to refuse fleets this machine cannot hold.
@@ -47,6 +47,9 @@ class Report:
     # The same fleet scraped for as long by a Prometheus with no rules: what the bundle adds.
     baseline_head_series: float | None = None
     baseline_rss_bytes: int | None = None
+    # Over the last minutes before measuring: whether the rules are slow or wait for a core.
+    cpu_use: cpu.CpuUse | None = None
+    baseline_cpu_use: cpu.CpuUse | None = None
     targets_down: int = 0
     slowest_scrape_s: float = 0.0
     # Per dashboard range (seconds): every panel's cost over that range, at Grafana's step for it.
@@ -116,7 +119,7 @@ def run(
             f"fleet of {servers} engines on {len(stack.fleet.nodes)} nodes served at {stack.server_url}, "
             f"scraped by Prometheus at {stack.api.url}"
         )
-        _wait(wait_s, "filling the rate windows", progress)
+        report.cpu_use = _wait_measuring_cpu(wait_s, "filling the rate windows", progress, stack.pids())
         api = stack.api
         progress("measuring rule groups, series and memory")
         report.groups = measure.rule_groups(api)
@@ -150,11 +153,28 @@ def run(
         # would take CPU from the rule evaluation being measured.
         with FleetStack(workdir / "baseline", cfg, {}, servers, models) as bare:
             progress(f"baseline: the same fleet scraped by a Prometheus without rules at {bare.api.url}")
-            _wait(wait_s, "baseline: scraping for as long", progress)
+            report.baseline_cpu_use = _wait_measuring_cpu(
+                wait_s, "baseline: scraping for as long", progress, bare.pids()
+            )
             own = measure.self_metrics(bare.api, ("prometheus_tsdb_head_series",))
             report.baseline_head_series = own["prometheus_tsdb_head_series"]
             report.baseline_rss_bytes = bare.prometheus_rss_bytes()
     return report
+
+
+# CPU is averaged over the end of the wait, once every rate window is full and the rules run
+# as they will at the measurement.
+CPU_WINDOW_S = 120.0
+
+
+def _wait_measuring_cpu(
+    seconds: float, what: str, progress: Callable[[str], None], pids: Mapping[str, int]
+) -> cpu.CpuUse:
+    window = min(CPU_WINDOW_S, seconds / 2)
+    _wait(seconds - window, what, progress)
+    before = cpu.snapshot(pids)
+    _wait(window, what, progress)
+    return cpu.between(before, cpu.snapshot(pids))
 
 
 def _wait(seconds: float, what: str, progress: Callable[[str], None]) -> None:
@@ -205,6 +225,7 @@ def render(report: Report) -> str:
         )
     lines += [
         f"{'all groups (sum of shares)':<44} {'':>5} {'':>8} {'':>10} {100 * total:>6.2f}%",
+        *_cpu_lines(report),
         f"missed iterations: {report.missed:.0f}; rule evaluation failures: {report.failures:.0f}; "
         f"unhealthy rules: {len(report.unhealthy)}",
         *(f"  {u}" for u in report.unhealthy[:10]),
@@ -234,6 +255,22 @@ def render(report: Report) -> str:
         lines.append("")
     lines += _dashboard_table(report)
     return "\n".join(lines)
+
+
+def _cpu_lines(report: Report) -> list[str]:
+    """CPU with and without the rules: the cores the rules really use, and whether any were left."""
+    if report.cpu_use is None:
+        return []
+    lines = [report.cpu_use.render()]
+    base = report.baseline_cpu_use
+    if base is not None:
+        lines.append("without the bundle: " + base.render())
+        extra = report.cpu_use.cores.get(PROMETHEUS, 0.0) - base.cores.get(PROMETHEUS, 0.0)
+        lines.append(
+            f"the rules' own CPU: {extra:.2f} cores = {100 * extra:.0f}% of one core's interval "
+            f"(Prometheus with rules minus without); without rules the host was {100 * base.host_busy:.0f}% busy"
+        )
+    return lines
 
 
 def _dashboard_table(report: Report) -> list[str]:

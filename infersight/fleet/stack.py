@@ -20,6 +20,7 @@ from infersight.stack.prometheus import Prometheus
 
 # Building a thousand templates takes a few seconds on a slow core.
 SERVER_START_TIMEOUT = 120
+PROMETHEUS, FLEET_SERVER = "prometheus", "fleet server"  # the names CPU is reported under
 
 
 class FleetStack:
@@ -76,6 +77,10 @@ class FleetStack:
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
         self.stop()
+
+    def pids(self) -> dict[str, int]:
+        """The processes whose CPU the benchmark reports, by name."""
+        return {PROMETHEUS: self.prometheus.process.pid, FLEET_SERVER: self.server.pid}
 
     def prometheus_rss_bytes(self) -> int:
         """Resident memory of the Prometheus process, from /proc."""

@@ -3,7 +3,7 @@ without rules, and a dashboard ratio that is only a floor when a raw query faile
 
 from __future__ import annotations
 
-from infersight.fleet import bench, measure
+from infersight.fleet import bench, cpu, measure
 
 
 def _report(**changes: object) -> bench.Report:
@@ -49,3 +49,12 @@ def test_the_slowest_rules_are_listed_under_the_groups() -> None:
     row = next(line for line in lines if line.startswith("InfersightGPUMemoryLeak "))
     assert "infersight-gpu.alerts" in row and row.endswith("4.250s")
     assert lines.index(row) > next(i for i, line in enumerate(lines) if line.startswith("missed iterations"))
+
+
+def test_cpu_with_and_without_the_rules_gives_the_rules_own_cores() -> None:
+    with_rules = cpu.CpuUse(120.0, {"prometheus": 1.5, "fleet server": 0.1}, host_busy=0.9, cpus=2)
+    without = cpu.CpuUse(120.0, {"prometheus": 0.75, "fleet server": 0.1}, host_busy=0.45, cpus=2)
+    text = bench.render(_report(cpu_use=with_rules, baseline_cpu_use=without))
+    assert "CPU over the last 120 s (cores of 2): prometheus 1.50, fleet server 0.10; host busy 90%" in text
+    assert "the rules' own CPU: 0.75 cores = 75% of one core's interval" in text
+    assert "without rules the host was 45% busy" in text

@@ -77,34 +77,6 @@ local f = import 'lib/format.libsonnet';
         "interval": f.duration($._config["intervals.evaluation"]),
         "rules": [
           {
-            "alert": "InfersightGPUMemoryLeak",
-            "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(deriv(DCGM_FI_DEV_FB_USED{" + f.matchers($._config["selectors.dcgm"]) + "}[30m]) * 1048576 * 1800 / 1048576 > 300, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")\nunless on (infersight_workload)\n(\n  avg_over_time(workload:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "[30m]) > 1.2 * avg_over_time(workload:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "[30m] offset 30m)\n  or\n  avg_over_time(workload:vllm_kv_cache_usage:max[30m]) > avg_over_time(workload:vllm_kv_cache_usage:max[30m] offset 30m) + " + f.repr($._config["gpu.alerts.memory_leak.kv_usage_rise"]) + "\n  or\n  min by (infersight_workload) ((time() - process_start_time_seconds{" + f.matchers($._config["selectors.vllm"]) + "})\n* on (job, instance) group_left (infersight_workload)\ninstance:vllm_gpu_workload:group) < 900\n)",
-            "for": f.duration($._config["gpu.alerts.memory_leak.for"]),
-            "labels": {
-              "component": "gpu",
-              "severity": "warning",
-            },
-            "annotations": {
-              "summary": "GPU memory keeps growing while the load on it is flat.",
-              "description": "Used framebuffer of GPU {{ $labels.gpu }} ({{ $labels.modelName }}, {{ $labels.UUID }}) on {{ $labels.Hostname }} grew {{ $value | printf \"%.0f\" }} MiB per 30m (threshold 300 MiB) for " + f.duration($._config["gpu.alerts.memory_leak.for"]) + " while the request rate and KV-cache usage of its engines ({{ $labels.infersight_workload }}) stayed flat: likely a memory leak.",
-              "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightgpumemoryleak",
-            },
-          },
-          {
-            "alert": "InfersightGPUPredictedOOM",
-            "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((\nDCGM_FI_DEV_FB_FREE{" + f.matchers($._config["selectors.dcgm"]) + "} * 1048576\n/\n-(\nderiv(DCGM_FI_DEV_FB_FREE{" + f.matchers($._config["selectors.dcgm"]) + "}[" + f.duration($._config["gpu.alerts.predicted_oom.long_window"]) + "]) * 1048576\n< 0)\n) / 3600 < 4\nand\npredict_linear(DCGM_FI_DEV_FB_FREE{" + f.matchers($._config["selectors.dcgm"]) + "}[" + f.duration($._config["gpu.alerts.predicted_oom.short_window"]) + "], 14400) * 1048576 < 0, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")\nunless on (infersight_workload)\nmin by (infersight_workload) ((time() - process_start_time_seconds{" + f.matchers($._config["selectors.vllm"]) + "})\n* on (job, instance) group_left (infersight_workload)\ninstance:vllm_gpu_workload:group) < 900",
-            "for": f.duration($._config["gpu.alerts.predicted_oom.for"]),
-            "labels": {
-              "component": "gpu",
-              "severity": "warning",
-            },
-            "annotations": {
-              "summary": "A GPU is predicted to run out of memory.",
-              "description": "At the trend of the last " + f.duration($._config["gpu.alerts.predicted_oom.long_window"]) + " (the last " + f.duration($._config["gpu.alerts.predicted_oom.short_window"]) + " agree), GPU {{ $labels.gpu }} ({{ $labels.modelName }}, {{ $labels.UUID }}) on {{ $labels.Hostname }} runs out of free framebuffer in about {{ $value | printf \"%.1f\" }}h (alert horizon 4h).",
-              "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightgpupredictedoom",
-            },
-          },
-          {
             "alert": "InfersightGPUXidError",
             "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((\n  ((DCGM_FI_DEV_XID_ERRORS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_XID_ERROR{" + f.matchers($._config["selectors.dcgm"]) + "}) > 0 and (changes(DCGM_FI_DEV_XID_ERRORS{" + f.matchers($._config["selectors.dcgm"]) + "}[" + f.duration($._config["gpu.alerts.xid.window"]) + "]) or changes(DCGM_FI_DEV_XID_ERROR{" + f.matchers($._config["selectors.dcgm"]) + "}[" + f.duration($._config["gpu.alerts.xid.window"]) + "])) > 0)\n  or\n  ((DCGM_FI_DEV_XID_ERRORS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_XID_ERROR{" + f.matchers($._config["selectors.dcgm"]) + "}) > 0 unless (DCGM_FI_DEV_XID_ERRORS{" + f.matchers($._config["selectors.dcgm"]) + "} offset " + f.duration($._config["gpu.alerts.xid.window"]) + " or DCGM_FI_DEV_XID_ERROR{" + f.matchers($._config["selectors.dcgm"]) + "} offset " + f.duration($._config["gpu.alerts.xid.window"]) + "))\n)\nand on (UUID)\n(DCGM_FI_DEV_XID_ERRORS{" + f.matchers($._config["selectors.dcgm"]) + "} offset " + f.duration($._config["gpu.alerts.xid.window"]) + " or DCGM_FI_DEV_XID_ERROR{" + f.matchers($._config["selectors.dcgm"]) + "} offset " + f.duration($._config["gpu.alerts.xid.window"]) + "), \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")",
             "for": f.duration($._config["gpu.alerts.xid.for"]),
@@ -130,20 +102,6 @@ local f = import 'lib/format.libsonnet';
               "summary": "A GPU had uncorrectable (double-bit) memory errors.",
               "description": "GPU {{ $labels.gpu }} ({{ $labels.modelName }}, {{ $labels.UUID }}) on {{ $labels.Hostname }} had {{ $value | printf \"%.0f\" }} uncorrectable ECC errors or remapped rows in the last " + f.duration($._config["gpu.alerts.ecc_double_bit.window"]) + ": data in its memory may be corrupt.",
               "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightgpueccdoublebiterror",
-            },
-          },
-          {
-            "alert": "InfersightGPUThrottling",
-            "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(avg_over_time((\n(\nlabel_replace(clamp_max(floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) / 8) % 2 + floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) / 32) % 2 + floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) / 64) % 2, 1), \"reason\", \"thermal\", \"\", \"\")\n)\n)[" + f.duration($._config["gpu.alerts.throttling.window"]) + ":" + f.duration($._config["intervals.evaluation"]) + "]) > " + f.repr($._config["gpu.alerts.throttling.thermal_ratio"]) + "\nor\navg_over_time((\n(\nlabel_replace(clamp_max(floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) / 4) % 2 + floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) / 128) % 2, 1), \"reason\", \"power\", \"\", \"\")\n)\n)[" + f.duration($._config["gpu.alerts.throttling.window"]) + ":" + f.duration($._config["intervals.evaluation"]) + "]) > " + f.repr($._config["gpu.alerts.throttling.power_ratio"]) + ", \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")",
-            "for": f.duration($._config["gpu.alerts.throttling.for"]),
-            "labels": {
-              "component": "gpu",
-              "severity": "warning",
-            },
-            "annotations": {
-              "summary": "A GPU is clock-throttled for thermal or power reasons.",
-              "description": "GPU {{ $labels.gpu }} ({{ $labels.modelName }}, {{ $labels.UUID }}) on {{ $labels.Hostname }} had its clocks held down for {{ $labels.reason }} reasons in {{ $value | humanizePercentage }} of the last " + f.duration($._config["gpu.alerts.throttling.window"]) + " (thresholds: thermal " + f.pct($._config["gpu.alerts.throttling.thermal_ratio"]) + "%, power " + f.pct($._config["gpu.alerts.throttling.power_ratio"]) + "%).",
-              "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightgputhrottling",
             },
           },
           {
@@ -214,6 +172,54 @@ local f = import 'lib/format.libsonnet';
               "summary": "A GPU stopped reporting while its exporter still answers.",
               "description": "GPU {{ $labels.gpu }} ({{ $labels.modelName }}, {{ $labels.UUID }}) on {{ $labels.Hostname }} was reported within the last " + f.duration($._config["gpu.alerts.lost.window"]) + " but is gone from dcgm-exporter {{ $labels.instance }}, which still answers: the GPU fell off the bus (XID 79) or needs a reset, and the engines on it have lost it.",
               "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightgpulost",
+            },
+          },
+        ],
+      },
+      {
+        "name": "infersight-gpu-slow.alerts",
+        "interval": f.duration($._config["intervals.slow_evaluation"]),
+        "rules": [
+          {
+            "alert": "InfersightGPUMemoryLeak",
+            "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(deriv(DCGM_FI_DEV_FB_USED{" + f.matchers($._config["selectors.dcgm"]) + "}[30m]) * 1048576 * 1800 / 1048576 > 300, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")\nunless on (infersight_workload)\n(\n  avg_over_time(workload:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "[30m]) > 1.2 * avg_over_time(workload:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "[30m] offset 30m)\n  or\n  avg_over_time(workload:vllm_kv_cache_usage:max[30m]) > avg_over_time(workload:vllm_kv_cache_usage:max[30m] offset 30m) + " + f.repr($._config["gpu.alerts.memory_leak.kv_usage_rise"]) + "\n  or\n  min by (infersight_workload) ((time() - process_start_time_seconds{" + f.matchers($._config["selectors.vllm"]) + "})\n* on (job, instance) group_left (infersight_workload)\ninstance:vllm_gpu_workload:group) < 900\n)",
+            "for": f.duration($._config["gpu.alerts.memory_leak.for"]),
+            "labels": {
+              "component": "gpu",
+              "severity": "warning",
+            },
+            "annotations": {
+              "summary": "GPU memory keeps growing while the load on it is flat.",
+              "description": "Used framebuffer of GPU {{ $labels.gpu }} ({{ $labels.modelName }}, {{ $labels.UUID }}) on {{ $labels.Hostname }} grew {{ $value | printf \"%.0f\" }} MiB per 30m (threshold 300 MiB) for " + f.duration($._config["gpu.alerts.memory_leak.for"]) + " while the request rate and KV-cache usage of its engines ({{ $labels.infersight_workload }}) stayed flat: likely a memory leak.",
+              "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightgpumemoryleak",
+            },
+          },
+          {
+            "alert": "InfersightGPUPredictedOOM",
+            "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((\nDCGM_FI_DEV_FB_FREE{" + f.matchers($._config["selectors.dcgm"]) + "} * 1048576\n/\n-(\nderiv(DCGM_FI_DEV_FB_FREE{" + f.matchers($._config["selectors.dcgm"]) + "}[" + f.duration($._config["gpu.alerts.predicted_oom.long_window"]) + "]) * 1048576\n< 0)\n) / 3600 < 4\nand\npredict_linear(DCGM_FI_DEV_FB_FREE{" + f.matchers($._config["selectors.dcgm"]) + "}[" + f.duration($._config["gpu.alerts.predicted_oom.short_window"]) + "], 14400) * 1048576 < 0, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")\nunless on (infersight_workload)\nmin by (infersight_workload) ((time() - process_start_time_seconds{" + f.matchers($._config["selectors.vllm"]) + "})\n* on (job, instance) group_left (infersight_workload)\ninstance:vllm_gpu_workload:group) < 900",
+            "for": f.duration($._config["gpu.alerts.predicted_oom.for"]),
+            "labels": {
+              "component": "gpu",
+              "severity": "warning",
+            },
+            "annotations": {
+              "summary": "A GPU is predicted to run out of memory.",
+              "description": "At the trend of the last " + f.duration($._config["gpu.alerts.predicted_oom.long_window"]) + " (the last " + f.duration($._config["gpu.alerts.predicted_oom.short_window"]) + " agree), GPU {{ $labels.gpu }} ({{ $labels.modelName }}, {{ $labels.UUID }}) on {{ $labels.Hostname }} runs out of free framebuffer in about {{ $value | printf \"%.1f\" }}h (alert horizon 4h).",
+              "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightgpupredictedoom",
+            },
+          },
+          {
+            "alert": "InfersightGPUThrottling",
+            "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(avg_over_time((\n(\nlabel_replace(clamp_max(floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) / 8) % 2 + floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) / 32) % 2 + floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) / 64) % 2, 1), \"reason\", \"thermal\", \"\", \"\")\n)\n)[" + f.duration($._config["gpu.alerts.throttling.window"]) + ":" + f.duration($._config["intervals.evaluation"]) + "]) > " + f.repr($._config["gpu.alerts.throttling.thermal_ratio"]) + "\nor\navg_over_time((\n(\nlabel_replace(clamp_max(floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) / 4) % 2 + floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) / 128) % 2, 1), \"reason\", \"power\", \"\", \"\")\n)\n)[" + f.duration($._config["gpu.alerts.throttling.window"]) + ":" + f.duration($._config["intervals.evaluation"]) + "]) > " + f.repr($._config["gpu.alerts.throttling.power_ratio"]) + ", \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")",
+            "for": f.duration($._config["gpu.alerts.throttling.for"]),
+            "labels": {
+              "component": "gpu",
+              "severity": "warning",
+            },
+            "annotations": {
+              "summary": "A GPU is clock-throttled for thermal or power reasons.",
+              "description": "GPU {{ $labels.gpu }} ({{ $labels.modelName }}, {{ $labels.UUID }}) on {{ $labels.Hostname }} had its clocks held down for {{ $labels.reason }} reasons in {{ $value | humanizePercentage }} of the last " + f.duration($._config["gpu.alerts.throttling.window"]) + " (thresholds: thermal " + f.pct($._config["gpu.alerts.throttling.thermal_ratio"]) + "%, power " + f.pct($._config["gpu.alerts.throttling.power_ratio"]) + "%).",
+              "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightgputhrottling",
             },
           },
           {

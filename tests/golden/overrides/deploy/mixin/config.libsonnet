@@ -18,6 +18,7 @@
       "job=\"infersight-moe\"",
     ],
     "intervals.evaluation": "30s",
+    "intervals.slow_evaluation": "2m",
     "intervals.rate": "5m",
     "slo.period": "30d",
     "slo.burn_windows.0.long": "1h",

@@ -57,34 +57,6 @@ local f = import 'lib/format.libsonnet';
         "interval": "500ms",
         "rules": [
           {
-            "alert": "InfersightGPUMemoryLeak",
-            "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(deriv(DCGM_FI_DEV_FB_USED{" + f.matchers($._config["selectors.dcgm"]) + "}[30s]) * 1048576 * 30 / 1048576 > 225, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")\nunless on (infersight_workload)\n(\n  avg_over_time(workload:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "[30s]) > 1.2 * avg_over_time(workload:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "[30s] offset 30s)\n  or\n  avg_over_time(workload:vllm_kv_cache_usage:max[30s]) > avg_over_time(workload:vllm_kv_cache_usage:max[30s] offset 30s) + " + f.repr($._config["gpu.alerts.memory_leak.kv_usage_rise"]) + "\n  or\n  min by (infersight_workload) ((time() - process_start_time_seconds{" + f.matchers($._config["selectors.vllm"]) + "})\n* on (job, instance) group_left (infersight_workload)\ninstance:vllm_gpu_workload:group) < 15\n)",
-            "for": "45s",
-            "labels": {
-              "component": "gpu",
-              "severity": "warning",
-            },
-            "annotations": {
-              "summary": "GPU memory keeps growing while the load on it is flat.",
-              "description": "Used framebuffer of GPU {{ $labels.gpu }} ({{ $labels.modelName }}, {{ $labels.UUID }}) on {{ $labels.Hostname }} grew {{ $value | printf \"%.0f\" }} MiB per 30s (threshold 225 MiB) for 45s while the request rate and KV-cache usage of its engines ({{ $labels.infersight_workload }}) stayed flat: likely a memory leak.",
-              "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightgpumemoryleak",
-            },
-          },
-          {
-            "alert": "InfersightGPUPredictedOOM",
-            "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((\nDCGM_FI_DEV_FB_FREE{" + f.matchers($._config["selectors.dcgm"]) + "} * 1048576\n/\n-(\nderiv(DCGM_FI_DEV_FB_FREE{" + f.matchers($._config["selectors.dcgm"]) + "}[1m]) * 1048576\n< 0)\n) / 3600 < 0.0666667\nand\npredict_linear(DCGM_FI_DEV_FB_FREE{" + f.matchers($._config["selectors.dcgm"]) + "}[10s], 240) * 1048576 < 0, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")\nunless on (infersight_workload)\nmin by (infersight_workload) ((time() - process_start_time_seconds{" + f.matchers($._config["selectors.vllm"]) + "})\n* on (job, instance) group_left (infersight_workload)\ninstance:vllm_gpu_workload:group) < 15",
-            "for": "15s",
-            "labels": {
-              "component": "gpu",
-              "severity": "warning",
-            },
-            "annotations": {
-              "summary": "A GPU is predicted to run out of memory.",
-              "description": "At the trend of the last 1m (the last 10s agree), GPU {{ $labels.gpu }} ({{ $labels.modelName }}, {{ $labels.UUID }}) on {{ $labels.Hostname }} runs out of free framebuffer in about {{ $value | printf \"%.1f\" }}h (alert horizon 4m).",
-              "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightgpupredictedoom",
-            },
-          },
-          {
             "alert": "InfersightGPUXidError",
             "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((\n  ((DCGM_FI_DEV_XID_ERRORS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_XID_ERROR{" + f.matchers($._config["selectors.dcgm"]) + "}) > 0 and (changes(DCGM_FI_DEV_XID_ERRORS{" + f.matchers($._config["selectors.dcgm"]) + "}[15s]) or changes(DCGM_FI_DEV_XID_ERROR{" + f.matchers($._config["selectors.dcgm"]) + "}[15s])) > 0)\n  or\n  ((DCGM_FI_DEV_XID_ERRORS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_XID_ERROR{" + f.matchers($._config["selectors.dcgm"]) + "}) > 0 unless (DCGM_FI_DEV_XID_ERRORS{" + f.matchers($._config["selectors.dcgm"]) + "} offset 15s or DCGM_FI_DEV_XID_ERROR{" + f.matchers($._config["selectors.dcgm"]) + "} offset 15s))\n)\nand on (UUID)\n(DCGM_FI_DEV_XID_ERRORS{" + f.matchers($._config["selectors.dcgm"]) + "} offset 15s or DCGM_FI_DEV_XID_ERROR{" + f.matchers($._config["selectors.dcgm"]) + "} offset 15s), \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")",
             "for": "1s",
@@ -110,20 +82,6 @@ local f = import 'lib/format.libsonnet';
               "summary": "A GPU had uncorrectable (double-bit) memory errors.",
               "description": "GPU {{ $labels.gpu }} ({{ $labels.modelName }}, {{ $labels.UUID }}) on {{ $labels.Hostname }} had {{ $value | printf \"%.0f\" }} uncorrectable ECC errors or remapped rows in the last 1m: data in its memory may be corrupt.",
               "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightgpueccdoublebiterror",
-            },
-          },
-          {
-            "alert": "InfersightGPUThrottling",
-            "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(avg_over_time((\n(\nlabel_replace(clamp_max(floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) / 8) % 2 + floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) / 32) % 2 + floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) / 64) % 2, 1), \"reason\", \"thermal\", \"\", \"\")\n)\n)[10s:500ms]) > " + f.repr($._config["gpu.alerts.throttling.thermal_ratio"]) + "\nor\navg_over_time((\n(\nlabel_replace(clamp_max(floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) / 4) % 2 + floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) / 128) % 2, 1), \"reason\", \"power\", \"\", \"\")\n)\n)[10s:500ms]) > " + f.repr($._config["gpu.alerts.throttling.power_ratio"]) + ", \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")",
-            "for": "10s",
-            "labels": {
-              "component": "gpu",
-              "severity": "warning",
-            },
-            "annotations": {
-              "summary": "A GPU is clock-throttled for thermal or power reasons.",
-              "description": "GPU {{ $labels.gpu }} ({{ $labels.modelName }}, {{ $labels.UUID }}) on {{ $labels.Hostname }} had its clocks held down for {{ $labels.reason }} reasons in {{ $value | humanizePercentage }} of the last 10s (thresholds: thermal " + f.pct($._config["gpu.alerts.throttling.thermal_ratio"]) + "%, power " + f.pct($._config["gpu.alerts.throttling.power_ratio"]) + "%).",
-              "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightgputhrottling",
             },
           },
           {
@@ -194,6 +152,54 @@ local f = import 'lib/format.libsonnet';
               "summary": "A GPU stopped reporting while its exporter still answers.",
               "description": "GPU {{ $labels.gpu }} ({{ $labels.modelName }}, {{ $labels.UUID }}) on {{ $labels.Hostname }} was reported within the last 1m but is gone from dcgm-exporter {{ $labels.instance }}, which still answers: the GPU fell off the bus (XID 79) or needs a reset, and the engines on it have lost it.",
               "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightgpulost",
+            },
+          },
+        ],
+      },
+      {
+        "name": "infersight-gpu-slow.alerts",
+        "interval": "2s",
+        "rules": [
+          {
+            "alert": "InfersightGPUMemoryLeak",
+            "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(deriv(DCGM_FI_DEV_FB_USED{" + f.matchers($._config["selectors.dcgm"]) + "}[30s]) * 1048576 * 30 / 1048576 > 225, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")\nunless on (infersight_workload)\n(\n  avg_over_time(workload:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "[30s]) > 1.2 * avg_over_time(workload:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "[30s] offset 30s)\n  or\n  avg_over_time(workload:vllm_kv_cache_usage:max[30s]) > avg_over_time(workload:vllm_kv_cache_usage:max[30s] offset 30s) + " + f.repr($._config["gpu.alerts.memory_leak.kv_usage_rise"]) + "\n  or\n  min by (infersight_workload) ((time() - process_start_time_seconds{" + f.matchers($._config["selectors.vllm"]) + "})\n* on (job, instance) group_left (infersight_workload)\ninstance:vllm_gpu_workload:group) < 15\n)",
+            "for": "45s",
+            "labels": {
+              "component": "gpu",
+              "severity": "warning",
+            },
+            "annotations": {
+              "summary": "GPU memory keeps growing while the load on it is flat.",
+              "description": "Used framebuffer of GPU {{ $labels.gpu }} ({{ $labels.modelName }}, {{ $labels.UUID }}) on {{ $labels.Hostname }} grew {{ $value | printf \"%.0f\" }} MiB per 30s (threshold 225 MiB) for 45s while the request rate and KV-cache usage of its engines ({{ $labels.infersight_workload }}) stayed flat: likely a memory leak.",
+              "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightgpumemoryleak",
+            },
+          },
+          {
+            "alert": "InfersightGPUPredictedOOM",
+            "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((\nDCGM_FI_DEV_FB_FREE{" + f.matchers($._config["selectors.dcgm"]) + "} * 1048576\n/\n-(\nderiv(DCGM_FI_DEV_FB_FREE{" + f.matchers($._config["selectors.dcgm"]) + "}[1m]) * 1048576\n< 0)\n) / 3600 < 0.0666667\nand\npredict_linear(DCGM_FI_DEV_FB_FREE{" + f.matchers($._config["selectors.dcgm"]) + "}[10s], 240) * 1048576 < 0, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")\nunless on (infersight_workload)\nmin by (infersight_workload) ((time() - process_start_time_seconds{" + f.matchers($._config["selectors.vllm"]) + "})\n* on (job, instance) group_left (infersight_workload)\ninstance:vllm_gpu_workload:group) < 15",
+            "for": "15s",
+            "labels": {
+              "component": "gpu",
+              "severity": "warning",
+            },
+            "annotations": {
+              "summary": "A GPU is predicted to run out of memory.",
+              "description": "At the trend of the last 1m (the last 10s agree), GPU {{ $labels.gpu }} ({{ $labels.modelName }}, {{ $labels.UUID }}) on {{ $labels.Hostname }} runs out of free framebuffer in about {{ $value | printf \"%.1f\" }}h (alert horizon 4m).",
+              "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightgpupredictedoom",
+            },
+          },
+          {
+            "alert": "InfersightGPUThrottling",
+            "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(avg_over_time((\n(\nlabel_replace(clamp_max(floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) / 8) % 2 + floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) / 32) % 2 + floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) / 64) % 2, 1), \"reason\", \"thermal\", \"\", \"\")\n)\n)[10s:500ms]) > " + f.repr($._config["gpu.alerts.throttling.thermal_ratio"]) + "\nor\navg_over_time((\n(\nlabel_replace(clamp_max(floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) / 4) % 2 + floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) / 128) % 2, 1), \"reason\", \"power\", \"\", \"\")\n)\n)[10s:500ms]) > " + f.repr($._config["gpu.alerts.throttling.power_ratio"]) + ", \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")",
+            "for": "10s",
+            "labels": {
+              "component": "gpu",
+              "severity": "warning",
+            },
+            "annotations": {
+              "summary": "A GPU is clock-throttled for thermal or power reasons.",
+              "description": "GPU {{ $labels.gpu }} ({{ $labels.modelName }}, {{ $labels.UUID }}) on {{ $labels.Hostname }} had its clocks held down for {{ $labels.reason }} reasons in {{ $value | humanizePercentage }} of the last 10s (thresholds: thermal " + f.pct($._config["gpu.alerts.throttling.thermal_ratio"]) + "%, power " + f.pct($._config["gpu.alerts.throttling.power_ratio"]) + "%).",
+              "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightgputhrottling",
             },
           },
           {
