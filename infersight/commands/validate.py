@@ -88,6 +88,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help="the fake GPU exporter's --control-file (gpu_leak_start, gpu_leak_stop)",
     )
+    hooks.add_argument(
+        "--engine-pause-cmd",
+        metavar="CMD",
+        help="shell command that freezes vLLM's engine core, e.g. 'pkill -STOP -x VLLM::EngineCor' (engine_pause)",
+    )
+    hooks.add_argument(
+        "--engine-resume-cmd",
+        metavar="CMD",
+        help="shell command that continues it, e.g. 'pkill -CONT -x VLLM::EngineCor' (engine_resume)",
+    )
     add_report_arguments(p)
     p.set_defaults(func=run_validate)
 
@@ -142,7 +152,13 @@ def run_validate(args: argparse.Namespace) -> int:
         print(f"{prog}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     controls = command_controls(
-        url, args.server_kill_cmd, args.target_down_cmd, args.target_up_cmd, args.gpu_control_file
+        url,
+        args.server_kill_cmd,
+        args.target_down_cmd,
+        args.target_up_cmd,
+        args.gpu_control_file,
+        engine_pause=args.engine_pause_cmd,
+        engine_resume=args.engine_resume_cmd,
     )
     prom = PrometheusApi(prometheus_url)
     mon = Monitoring(

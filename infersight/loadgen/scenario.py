@@ -219,8 +219,31 @@ class GpuLeakStop(_Action):
     do: Literal["gpu_leak_stop"]
 
 
-Action = Annotated[ServerKill | TargetDown | TargetUp | GpuLeakStart | GpuLeakStop, Field(discriminator="do")]
-ACTION_KINDS: tuple[str, ...] = ("server_kill", "target_down", "target_up", "gpu_leak_start", "gpu_leak_stop")
+class EnginePause(_Action):
+    """Freeze vLLM's engine core (SIGSTOP) while its API server keeps answering: a hung engine."""
+
+    do: Literal["engine_pause"]
+
+
+class EngineResume(_Action):
+    do: Literal["engine_resume"]
+
+
+Action = Annotated[
+    ServerKill | TargetDown | TargetUp | GpuLeakStart | GpuLeakStop | EnginePause | EngineResume,
+    Field(discriminator="do"),
+]
+ACTION_KINDS: tuple[str, ...] = (
+    "server_kill",
+    "target_down",
+    "target_up",
+    "gpu_leak_start",
+    "gpu_leak_stop",
+    "engine_pause",
+    "engine_resume",
+)
+# Each "undo" action, with the action it must follow.
+_UNDOES = {"target_up": ("target_down", "server_kill"), "engine_resume": ("engine_pause",)}
 
 
 class _AlertSelector(_Strict):
@@ -254,6 +277,19 @@ class ExpectFire(_AlertSelector):
         return self
 
 
+class ExpectResolve(_AlertSelector):
+    """This alert (every activation of it, or of this component's alerts, that is firing when the
+    action ``after`` starts) must resolve within ``within`` of it; one that never fired is a miss."""
+
+    within: PositiveDuration
+    after: Name = Field(description="the action that ends the fault, e.g. an engine_resume")
+
+    @model_validator(mode="after")
+    def _within_positive(self) -> ExpectResolve:
+        _positive(self.within, "within")
+        return self
+
+
 class ExpectQuiet(_AlertSelector):
     """This alert (or every alert of this component) must not fire during the named stages (default: all)."""
 
@@ -262,6 +298,7 @@ class ExpectQuiet(_AlertSelector):
 
 class Expect(_Strict):
     fire: list[ExpectFire] = []
+    resolve: list[ExpectResolve] = []
     quiet: list[ExpectQuiet] = []
 
 
@@ -306,16 +343,17 @@ class Scenario(_Strict):
 
     def _action_problems(self) -> list[str]:
         problems = []
-        down = False
+        undone = {undo: False for undo in _UNDOES}  # whether the fault each one undoes is on
         for action in sorted(self.actions, key=lambda a: a.at):
             if action.at > self.limits.max_duration:
                 problems.append(f"actions: {action.name} at {action.at} is after limits.max_duration")
-            if action.do in ("target_down", "server_kill"):
-                down = True
-            elif action.do == "target_up":
-                if not down:
-                    problems.append(f"actions: {action.name} (target_up) comes before any target_down/server_kill")
-                down = False
+            for undo, faults in _UNDOES.items():
+                if action.do in faults:
+                    undone[undo] = True
+                elif action.do == undo:
+                    if not undone[undo]:
+                        problems.append(f"actions: {action.name} ({undo}) comes before any {'/'.join(faults)}")
+                    undone[undo] = False
         return problems
 
     def _expect_problems(self) -> list[str]:
@@ -342,6 +380,16 @@ class Scenario(_Strict):
                     f"{where}.within: the fault {after} starts at {faults[after]}, so the run "
                     f"(limits.max_duration {self.limits.max_duration}) ends before {fire.within} have passed"
                 )
+        actions = {a.name: a.at for a in self.actions}
+        for i, resolve in enumerate(self.expect.resolve):
+            where = f"expect.resolve.{i}"
+            if resolve.after not in actions:
+                problems.append(f"{where}.after: {resolve.after!r} is not an action; actions: {sorted(actions)}")
+            elif Duration(actions[resolve.after].ms + resolve.within.ms) > self.limits.max_duration:
+                problems.append(
+                    f"{where}.within: {resolve.after} is at {actions[resolve.after]}, so the run "
+                    f"(limits.max_duration {self.limits.max_duration}) ends before {resolve.within} have passed"
+                )
         for i, quiet in enumerate(self.expect.quiet):
             unknown = sorted(set(quiet.during) - stage_names)
             if unknown:
@@ -361,11 +409,18 @@ class Scenario(_Strict):
         faults.update({a.name: a.at for a in self.actions})
         return faults
 
-    def fault_for(self, fire: ExpectFire) -> tuple[str, Duration]:
-        """The fault a fire expectation counts from (its ``after:``, else the only fault) and its start."""
+    def fault_for(self, expectation: ExpectFire | ExpectResolve) -> tuple[str, Duration]:
+        """The fault or action an expectation counts from (its ``after:``, else the only fault) and its start."""
         faults = self.fault_starts()
-        name = fire.after if fire.after is not None else next(iter(faults))
+        name = expectation.after if expectation.after is not None else next(iter(faults))
         return name, faults[name]
+
+    def deadline(self) -> Duration:
+        """When the last fire or resolve expectation's time is up, from the start of the run."""
+        if self.expect is None:
+            return Duration(0)
+        timed: list[ExpectFire | ExpectResolve] = [*self.expect.fire, *self.expect.resolve]
+        return Duration(max((self.fault_for(e)[1].ms + e.within.ms for e in timed), default=0))
 
     @property
     def scheduled_duration(self) -> Duration:

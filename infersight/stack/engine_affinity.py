@@ -15,47 +15,13 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
 from pathlib import Path
+
+from infersight.stack.vllm_processes import ENGINE_PREFIX, WORKER_PREFIX, session_processes
 
 log = logging.getLogger(__name__)
 
-WORKER_PREFIX = "VLLM::Worker"
-ENGINE_PREFIX = "VLLM::EngineCor"  # comm is cut to 15 characters
 MAX_HOST_CPUS = 2
-
-
-@dataclass(frozen=True)
-class ProcessInfo:
-    pid: int
-    comm: str
-    session: int
-
-
-def read_process(stat_path: Path) -> ProcessInfo | None:
-    """pid, name and session from /proc/PID/stat; None for a process that is gone."""
-    try:
-        text = stat_path.read_text()
-    except OSError:
-        return None
-    # The name is in parentheses and may hold spaces or ')': split at the last ')'.
-    head, _, tail = text.rpartition(")")
-    pid_text, _, comm = head.partition(" (")
-    fields = tail.split()
-    try:
-        return ProcessInfo(int(pid_text), comm, int(fields[3]))  # state, ppid, pgrp, session
-    except (ValueError, IndexError):
-        return None
-
-
-def session_processes(session: int, proc: Path = Path("/proc")) -> list[ProcessInfo]:
-    found = []
-    for entry in proc.iterdir():
-        if entry.name.isdigit():
-            info = read_process(entry / "stat")
-            if info is not None and info.session == session:
-                found.append(info)
-    return found
 
 
 def _threads(pid: int, proc: Path) -> list[int]:

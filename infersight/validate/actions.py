@@ -2,9 +2,9 @@
 one after another in a thread of its own, and records how each went.
 
 An action whose hook is missing is ``skipped`` (with the reason); a hook that raises is ``failed``
-(with its message); an action the run ended before is ``skipped``. A GPU leak still growing when
-the scenario ends is stopped by :meth:`ActionExecutor.finish`, so one scenario's leak never
-becomes the next one's false positive.
+(with its message); an action the run ended before is ``skipped``. A GPU leak still growing, or
+an engine still paused, when the scenario ends is undone by :meth:`ActionExecutor.finish`, so one
+scenario's fault never becomes the next one's false positive.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ class ActionExecutor:
         self._lock = threading.Lock()
         self._outcomes: list[ActionOutcome] = []
         self._leaking = False
+        self._paused = False
         self._running: tuple[Action, float, float] | None = None
 
     @property
@@ -50,6 +51,8 @@ class ActionExecutor:
             "server_kill": c.server_kill,
             "target_down": c.target_down,
             "target_up": c.target_up,
+            "engine_pause": c.engine_pause,
+            "engine_resume": c.engine_resume,
         }
         return hooks[action.do]
 
@@ -73,6 +76,8 @@ class ActionExecutor:
             self._leaking = True
         elif action.do == "gpu_leak_stop":
             self._leaking = False
+        elif action.do in ("engine_pause", "engine_resume"):
+            self._paused = action.do == "engine_pause"
         return ActionOutcome(action.name, action.do, planned_at, "done", started, self._clock())
 
     def _record(self, outcome: ActionOutcome) -> None:
@@ -105,7 +110,7 @@ class ActionExecutor:
 
     def finish(self, timeout: float = 0.0) -> list[ActionOutcome]:
         """Skip what has not started, wait up to ``timeout`` s for a running hook, stop a leak left
-        growing; every outcome so far."""
+        growing and continue an engine left paused; every outcome so far."""
         self._cancel.set()
         self.wait(timeout)
         running = self._running
@@ -119,4 +124,10 @@ class ActionExecutor:
                 self._leaking = False
             except ControlError as exc:
                 log.warning("could not stop the GPU leak after the scenario: %s", exc)
+        if self._paused and self.controls.engine_resume is not None:
+            try:
+                self.controls.engine_resume()
+                self._paused = False
+            except ControlError as exc:
+                log.warning("could not resume the paused engine after the scenario: %s", exc)
         return self.outcomes

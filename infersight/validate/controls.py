@@ -4,7 +4,8 @@ A hook is a plain callable; a missing one means the action is skipped, and its `
 (the report shows it). Three kinds exist:
 - shell commands given on the command line (``--target-down-cmd 'systemctl stop vllm'``): run to
   completion with a timeout; ``target_up`` then waits for the target to list its models again;
-- a vLLM server this process started (``infersight up``): stop, SIGKILL, start;
+- a vLLM server this process started (``infersight up``): stop, SIGKILL, start, and SIGSTOP /
+  SIGCONT of its engine-core process (a hung engine whose API server still answers);
 - the fake GPU backend's control file (``infersight exporter gpu --control-file``).
 """
 
@@ -19,6 +20,7 @@ from pathlib import Path
 from infersight.deploy import http
 from infersight.exporters.gpu.fake_control import LeakSetting, write_setting
 from infersight.stack.process import ServiceError, wait_until
+from infersight.stack.vllm_processes import signal_engine_core
 from infersight.stack.vllm_server import VLLMServer
 
 Hook = Callable[[], None]
@@ -38,6 +40,8 @@ class Controls:
     target_down: Hook | None = None
     target_up: Hook | None = None
     gpu_leak: LeakHook | None = None
+    engine_pause: Hook | None = None
+    engine_resume: Hook | None = None
     # Why a hook is missing, per action kind; the default reason names the flag to pass.
     why: dict[str, str] = field(default_factory=dict)
 
@@ -48,6 +52,8 @@ class Controls:
             "target_up": "--target-up-cmd",
             "gpu_leak_start": "--gpu-control-file",
             "gpu_leak_stop": "--gpu-control-file",
+            "engine_pause": "--engine-pause-cmd",
+            "engine_resume": "--engine-resume-cmd",
         }
         return self.why.get(kind, f"no hook for {kind}: pass {flags.get(kind, 'a hook')}")
 
@@ -97,6 +103,8 @@ def command_controls(
     target_up: str | None = None,
     gpu_control_file: Path | None = None,
     ready_timeout_s: float = READY_TIMEOUT_S,
+    engine_pause: str | None = None,
+    engine_resume: str | None = None,
 ) -> Controls:
     """Controls from command-line hooks; ``target_up`` also waits for the target to serve again."""
     up: Hook | None = None
@@ -113,6 +121,8 @@ def command_controls(
         target_down=command_hook(target_down) if target_down else None,
         target_up=up,
         gpu_leak=leak_file_hook(gpu_control_file) if gpu_control_file is not None else None,
+        engine_pause=command_hook(engine_pause) if engine_pause else None,
+        engine_resume=command_hook(engine_resume) if engine_resume else None,
     )
 
 
@@ -120,7 +130,8 @@ def managed_server_controls(
     server: VLLMServer, ready_timeout_s: float = READY_TIMEOUT_S, after_start: Hook | None = None
 ) -> Controls:
     """Controls for a vLLM server this process started: SIGTERM stop, SIGKILL, start again (then
-    ``after_start``, e.g. to lower its priority as at the first start)."""
+    ``after_start``, e.g. to lower its priority as at the first start), and its engine core
+    stopped and continued."""
 
     def kill() -> None:
         if not server.alive:
@@ -141,7 +152,22 @@ def managed_server_controls(
         if after_start is not None:
             after_start()
 
-    return Controls(server_kill=kill, target_down=down, target_up=up)
+    def engine_signal(sig: signal.Signals) -> Hook:
+        def send() -> None:
+            if not server.alive:
+                raise ControlError(f"{server.process.name} is not running")
+            if not signal_engine_core(server.process.pid, sig):
+                raise ControlError(f"{server.process.name} has no engine-core process to send {sig.name} to")
+
+        return send
+
+    return Controls(
+        server_kill=kill,
+        target_down=down,
+        target_up=up,
+        engine_pause=engine_signal(signal.SIGSTOP),
+        engine_resume=engine_signal(signal.SIGCONT),
+    )
 
 
 def leak_file_hook(path: Path, gpu: int = 0) -> LeakHook:

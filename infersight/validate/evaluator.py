@@ -10,6 +10,9 @@ Definitions (stated in the report too):
   detect is from the fault's start to the first poll that saw it firing;
 - an alert already firing when the scenario started is carried over: it neither proves nor breaks
   an expectation, and it is listed apart;
+- a ``resolve`` expectation is met when every matching alert firing as its action starts has
+  stopped firing in Prometheus within ``within`` of it; with none firing then, it is missed (the
+  fault it undoes was not detected);
 - a ``quiet`` expectation is broken by a matching alert firing at any moment of its stages (all of
   the scenario when none are named);
 - healthy traffic is the part of a scenario before its first fault (all of it when it has none);
@@ -23,7 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from infersight.loadgen.scenario import ExpectFire, ExpectQuiet, Scenario
+from infersight.loadgen.scenario import ExpectFire, ExpectQuiet, ExpectResolve, Scenario
 from infersight.validate.timeline import ActionOutcome, AlertInterval
 
 Status = Literal["met", "missed", "skipped"]
@@ -67,7 +70,7 @@ class Fault:
 
 @dataclass
 class ExpectationResult:
-    kind: Literal["fire", "quiet"]
+    kind: Literal["fire", "resolve", "quiet"]
     selector: str  # "alert X" or "component Y"
     status: Status
     detail: str
@@ -76,7 +79,7 @@ class ExpectationResult:
     within_s: float | None = None
     during: tuple[str, ...] = ()
     alert: str | None = None  # the alert that met a fire expectation
-    ttd_s: float | None = None  # fault start -> firing in Prometheus
+    ttd_s: float | None = None  # fault start -> firing in Prometheus (resolve: action -> resolved)
     received_s: float | None = None  # fault start -> seen in Alertmanager
     offenders: list[str] = field(default_factory=list)
 
@@ -124,7 +127,7 @@ def healthy_span(window: RunWindow, fault_list: Iterable[Fault]) -> tuple[float,
     return window.start, max(window.start, end)
 
 
-def matches(interval: AlertInterval, selector: ExpectFire | ExpectQuiet) -> bool:
+def matches(interval: AlertInterval, selector: ExpectFire | ExpectResolve | ExpectQuiet) -> bool:
     if selector.alert is not None:
         return interval.name == selector.alert
     return interval.component == selector.component
@@ -190,6 +193,40 @@ def _fire(
     return result
 
 
+def _resolve(
+    exp: ExpectResolve, window: RunWindow, fault_map: dict[str, Fault], intervals: Sequence[AlertInterval]
+) -> ExpectationResult:
+    action = fault_map[exp.after]
+    within = exp.within.total_seconds
+    result = ExpectationResult("resolve", exp.label, "missed", "", fault=exp.after, within_s=within)
+    if action.status == "skipped" or action.at is None:
+        result.status, result.detail = "skipped", f"{exp.after} was not performed: {action.detail or 'skipped'}"
+        return result
+    result.fault_offset_s = action.at - window.start
+    if action.status == "failed":
+        result.detail = f"{exp.after} failed: {action.detail}"
+        return result
+    at, deadline = action.at, action.at + within
+    open_then = [
+        i
+        for i in intervals
+        if matches(i, exp) and i.firing_at is not None and i.firing_at <= at and (i.resolved_at or float("inf")) > at
+    ]
+    if not open_then:
+        result.detail = f"was not firing when {exp.after} started, so nothing could resolve"
+        return result
+    late = [i for i in open_then if i.resolved_at is None or i.resolved_at > deadline]
+    if late:
+        result.detail = f"still firing {within:g}s after {exp.after}"
+        result.offenders = [i.describe() for i in late]
+        return result
+    last = max(i.resolved_at or at for i in open_then)
+    result.status, result.ttd_s = "met", last - at
+    result.alert = ", ".join(sorted({i.describe() for i in open_then}))
+    result.detail = f"resolved {last - at:.1f}s after {exp.after}"
+    return result
+
+
 def _quiet(exp: ExpectQuiet, window: RunWindow, intervals: Sequence[AlertInterval]) -> ExpectationResult:
     spans = [(s.start, s.end) for s in window.stages if s.name in exp.during] or [(window.start, window.end)]
     offenders = []
@@ -219,6 +256,7 @@ def evaluate(
     expectations: list[ExpectationResult] = []
     if scenario.expect is not None:
         expectations += [_fire(e, scenario, window, fault_map, mine, watch_alertmanager) for e in scenario.expect.fire]
+        expectations += [_resolve(e, window, fault_map, mine) for e in scenario.expect.resolve]
         expectations += [_quiet(e, window, mine) for e in scenario.expect.quiet]
     start, end = healthy_span(window, fault_map.values())
     false_positives = [

@@ -200,10 +200,10 @@ class LocalStack:
         return Endpoint(server.url, server.served_model_name, server.target, server.model_dir, controls)
 
     def external_endpoint(self, url: str, model: str) -> Endpoint:
-        why = "--target is a vLLM that infersight up did not start: it is never stopped or killed"
+        why = "--target is a vLLM that infersight up did not start: it is never stopped, killed or paused"
         controls = Controls(
             gpu_leak=leak_file_hook(self.gpu_control),
-            why={kind: why for kind in ("server_kill", "target_down", "target_up")},
+            why={kind: why for kind in ("server_kill", "target_down", "target_up", "engine_pause", "engine_resume")},
         )
         return Endpoint(url, model, url.split("://", 1)[-1].rstrip("/"), None, controls)
 

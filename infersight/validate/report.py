@@ -131,7 +131,7 @@ def _expectation_rows(results: Sequence[ExpectationResult]) -> tuple[list[list[o
     for e in results:
         when = (
             f"{e.fault} at +{e.fault_offset_s:.1f}s, within {e.within_s:g}s"
-            if e.kind == "fire" and e.fault_offset_s is not None and e.within_s is not None
+            if e.kind in ("fire", "resolve") and e.fault_offset_s is not None and e.within_s is not None
             else (", ".join(e.during) if e.during else "whole scenario")
         )
         detail = e.detail + (": " + "; ".join(e.offenders) if e.offenders else "")
@@ -247,7 +247,16 @@ def _scenario_section(run: ScenarioRun, plot: str) -> str:
     parts.append("<h4>Expectations</h4>")
     parts.append(
         _table(
-            ("result", "kind", "alert", "when", "time to detect (s)", "to Alertmanager (s)", "fired", "detail"),
+            (
+                "result",
+                "kind",
+                "alert",
+                "when",
+                "to detect or resolve (s)",
+                "to Alertmanager (s)",
+                "fired",
+                "detail",
+            ),
             exp_rows,
             exp_classes,
         )

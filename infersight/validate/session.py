@@ -4,7 +4,7 @@
    scenario's alerts do not count against the next;
 2. watch Prometheus and Alertmanager, send the scenario's load (in a thread, timed by the
    load generator's own clock) and perform its actions at their offsets;
-3. after the load, keep watching until every ``fire`` deadline has passed (or every one is met)
+3. after the load, keep watching until every ``fire`` and ``resolve`` deadline has passed (or every one is met)
    and the actions are done, plus a little grace for the last evaluation;
 4. judge (evaluator), and read back the series the report plots.
 """
@@ -109,12 +109,6 @@ class ScenarioRun:
     poll_errors: int
 
 
-def _fire_deadline(scenario: Scenario, start: float) -> float:
-    if scenario.expect is None or not scenario.expect.fire:
-        return start
-    return max(start + scenario.fault_for(e)[1].total_seconds + e.within.total_seconds for e in scenario.expect.fire)
-
-
 def settle(mon: Monitoring, scope: evaluator.Scope) -> list[str]:
     """Wait until no in-scope alert is pending or firing; what is still active after the timeout."""
     deadline = time.monotonic() + mon.settle_timeout_s
@@ -215,7 +209,7 @@ def _observe(
 ) -> None:
     """Keep watching after the load until the fire deadlines pass (or all are met) and the actions
     are done (bounded), then for the grace period."""
-    deadline = _fire_deadline(scenario, start)
+    deadline = start + scenario.deadline().total_seconds
     actions_deadline = time.time() + mon.action_timeout_s
     while True:
         now = time.time()
@@ -223,8 +217,8 @@ def _observe(
         verdict = evaluator.evaluate(
             scenario, window, executor.outcomes, watcher.intervals(), scope, mon.alertmanager is not None
         )
-        fires = [e for e in verdict.expectations if e.kind == "fire"]
-        all_met = all(e.status == "met" for e in fires)
+        timed = [e for e in verdict.expectations if e.kind in ("fire", "resolve")]
+        all_met = all(e.status == "met" for e in timed)
         if (now >= deadline or all_met) and (not executor.busy or now >= actions_deadline):
             break
         time.sleep(mon.poll_s)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from infersight.stack.engine_affinity import ENGINE_PREFIX, MAX_HOST_CPUS, WORKER_PREFIX, session_processes
+from infersight.stack.engine_affinity import MAX_HOST_CPUS
+from infersight.stack.vllm_processes import ENGINE_PREFIX, WORKER_PREFIX, session_processes
 from infersight.stack.vllm_server import VLLMServer
 
 pytestmark = pytest.mark.e2e

@@ -70,6 +70,25 @@ def with_stage(**stage: Any) -> dict[str, Any]:
             "required",
         ),
         (BASE | {"actions": [{"name": "u", "at": "5s", "do": "target_up"}]}, "actions", "before any target_down"),
+        (BASE | {"actions": [{"name": "t", "at": "5s", "do": "engine_resume"}]}, "actions", "before any engine_pause"),
+        (
+            BASE
+            | {
+                "actions": [{"name": "f", "at": "5s", "do": "engine_pause"}],
+                "expect": {"resolve": [{"alert": "InfersightVLLMHungEngine", "within": "5s", "after": "a"}]},
+            },
+            "expect.resolve.0.after",
+            "not an action",
+        ),
+        (
+            BASE
+            | {
+                "actions": [{"name": "f", "at": "5s", "do": "engine_pause"}],
+                "expect": {"resolve": [{"alert": "InfersightVLLMHungEngine", "within": "10m", "after": "f"}]},
+            },
+            "expect.resolve.0.within",
+            "ends before 10m",
+        ),
         (BASE | {"actions": [{"name": "a", "at": "5s", "do": "target_down"}]}, "stages", "unique"),
         (BASE | {"expect": {"fire": [{"component": "serving", "within": "1m"}]}}, "expect.fire.0", "no fault"),
         (BASE | {"expect": {"fire": [{"alert": "HighLatency", "within": "1m"}]}}, "expect.fire.0", "not an infersight"),

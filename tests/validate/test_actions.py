@@ -120,3 +120,25 @@ def test_unwritable_control_file_fails_the_action(tmp_path: Path) -> None:
     controls = Controls(gpu_leak=leak_file_hook(blocker / "control.json"))  # a folder that is a file
     outcomes = run_now(ActionExecutor(actions({"name": "stop", "at": "0s", "do": "gpu_leak_stop"}), controls))
     assert outcomes[0].status == "failed" and "cannot write the fake GPU control file" in outcomes[0].detail
+
+
+def test_an_engine_left_paused_is_resumed_when_the_scenario_ends() -> None:
+    calls: list[str] = []
+    controls = Controls(engine_pause=lambda: calls.append("pause"), engine_resume=lambda: calls.append("resume"))
+    ex = ActionExecutor(
+        actions({"name": "f", "at": "0s", "do": "engine_pause"}, {"name": "t", "at": "10m", "do": "engine_resume"}),
+        controls,
+    )
+    ex.start(time.time())
+    deadline = time.monotonic() + 10
+    while not calls and time.monotonic() < deadline:
+        time.sleep(0.01)
+    outcomes = ex.finish(timeout=10)  # before the thaw: it is skipped, and the engine continued all the same
+    assert calls == ["pause", "resume"]
+    assert [(o.name, o.status) for o in outcomes] == [("f", "done"), ("t", "skipped")]
+
+
+def test_a_missing_engine_hook_is_skipped_with_the_flag_to_pass() -> None:
+    outcomes = run_now(ActionExecutor(actions({"name": "f", "at": "0s", "do": "engine_pause"}), Controls()))
+    assert outcomes[0].status == "skipped"
+    assert "--engine-pause-cmd" in outcomes[0].detail

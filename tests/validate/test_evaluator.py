@@ -7,7 +7,20 @@ import pytest
 
 from infersight.validate.evaluator import evaluate, summarize, target_scope
 
-from .timelines import INSTANCE, LEAK, MODEL, TARGET_DOWN, TTFT_BURN, action, alert, healthy, overload, target_down
+from .timelines import (
+    HUNG,
+    INSTANCE,
+    LEAK,
+    MODEL,
+    TARGET_DOWN,
+    TTFT_BURN,
+    action,
+    alert,
+    healthy,
+    hung_engine,
+    overload,
+    target_down,
+)
 from .timelines import window as win
 
 
@@ -154,3 +167,46 @@ def test_summary_detection_rate_median_ttd_and_false_positives_per_hour() -> Non
 def test_summary_of_nothing_has_no_rates() -> None:
     summary = summarize([])
     assert summary.alerts == [] and summary.healthy_s == 0
+
+
+def _hung_outcomes(thaw: str = "done") -> list:  # type: ignore[type-arg]
+    return [action("freeze", "engine_pause", 20), action("thaw", "engine_resume", 50, status=thaw)]
+
+
+def test_an_alert_that_resolves_within_the_time_after_its_fault_ends_is_met() -> None:
+    sc = hung_engine()
+    verdict = evaluate(sc, win(sc), _hung_outcomes(), [alert(HUNG, pending=27, firing=33, resolved=54.5)])
+    fire, resolve = verdict.expectations
+    assert (fire.status, resolve.status) == ("met", "met")
+    assert (resolve.kind, resolve.fault, resolve.fault_offset_s) == ("resolve", "thaw", 50)
+    assert resolve.ttd_s == pytest.approx(4.5)
+    assert resolve.detail == "resolved 4.5s after thaw"
+
+
+def test_an_alert_still_firing_after_the_time_is_a_missed_resolve_naming_it() -> None:
+    sc = hung_engine()
+    still = alert(HUNG, pending=27, firing=33, resolved=None, instance=INSTANCE)
+    (_, resolve) = evaluate(sc, win(sc), _hung_outcomes(), [still]).expectations
+    assert resolve.status == "missed"
+    assert resolve.detail == "still firing 20s after thaw"
+    assert resolve.offenders == [f"{HUNG}{{instance={INSTANCE}}}"]
+    late = alert(HUNG, pending=27, firing=33, resolved=71)  # 21 s after the thaw
+    assert evaluate(sc, win(sc), _hung_outcomes(), [late]).expectations[1].status == "missed"
+
+
+def test_nothing_to_resolve_is_a_miss_and_a_thaw_not_performed_is_skipped() -> None:
+    sc = hung_engine()
+    (_, resolve) = evaluate(sc, win(sc), _hung_outcomes(), []).expectations
+    assert resolve.status == "missed"
+    assert "was not firing when thaw started" in resolve.detail
+    # resolved before the thaw (it was not about the freeze any more): also nothing to resolve
+    early = alert(HUNG, pending=27, firing=33, resolved=45)
+    assert evaluate(sc, win(sc), _hung_outcomes(), [early]).expectations[1].status == "missed"
+    skipped = evaluate(sc, win(sc), _hung_outcomes(thaw="skipped"), [alert(HUNG, 27, 33)]).expectations[1]
+    assert skipped.status == "skipped"
+    failed = evaluate(sc, win(sc), _hung_outcomes(thaw="failed"), [alert(HUNG, 27, 33)]).expectations[1]
+    assert failed.status == "missed" and failed.detail.startswith("thaw failed")
+
+
+def test_the_run_is_watched_until_the_last_resolve_deadline() -> None:
+    assert hung_engine().deadline().total_seconds == 70  # thaw at 50 s + 20 s; the fire's is 20 + 30

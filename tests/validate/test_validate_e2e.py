@@ -1,7 +1,9 @@
 """``infersight validate`` end to end against a real vLLM, Prometheus (the time-scaled bundle) and
 Alertmanager: healthy traffic raises no alert, overload and KV pressure get their alerts to
 Alertmanager in time on the shared small-KV MoE server, and stopping a dedicated dense server
-(through --target-down-cmd) gets InfersightVLLMTargetDown there.
+(through --target-down-cmd) gets InfersightVLLMTargetDown there, after freezing its engine core
+(SIGSTOP through --engine-pause-cmd, while its API server keeps answering) got
+InfersightVLLMHungEngine, which resolved once the engine was continued.
 
 The scenarios are shortened copies of the shipped ones (tests/validate/scenarios/); the overload
 copy expects the TTFT burn only: the queue build-up alert reads vLLM's queue-time histogram, which
@@ -19,6 +21,8 @@ preemptions (missed in 4 of 4 runs). Run under the heavy lock:
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,6 +32,7 @@ import pytest
 
 from infersight.cli import main
 from infersight.config import Config
+from infersight.deploy import http
 from infersight.stack.observed import ObservedStack, validation_profile
 from infersight.stack.tiny_models import SERVED_NAMES
 from infersight.stack.vllm_server import VLLMServer
@@ -146,23 +151,68 @@ def test_healthy_stays_quiet_and_overload_fires_in_time(
     assert data["passed"] and code == 0
 
 
-def test_stopping_the_target_fires_target_down(
+class Probe:
+    """GET /health and /metrics of a server every second in a thread: what they answered, when."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self.answers: list[tuple[float, int, int]] = []  # (time, /health status, /metrics status)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _status(self, path: str) -> int:
+        try:
+            return http.request("GET", f"{self.url}{path}", deadline=http.Deadline.after(5)).status
+        except http.RequestFailed:
+            return 0
+
+    def _run(self) -> None:
+        while not self._stop.wait(1.0):
+            self.answers.append((time.time(), self._status("/health"), self._status("/metrics")))
+
+    def __enter__(self) -> Probe:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+
+def test_a_frozen_engine_fires_hung_engine_then_stopping_the_target_fires_target_down(
     observed: ObservedStack, dense_vllm: VLLMServer, tiny_dense_model: Path, tmp_path: Path
 ) -> None:
     stop = f"kill -TERM -{dense_vllm.process.pid}"  # vLLM's whole process group (dash's kill has no --)
-    code = validate(
-        observed,
-        dense_vllm,
-        tiny_dense_model,
-        tmp_path,
-        str(SCENARIOS / "target_down.yaml"),
-        f"--target-down-cmd={stop}",
-    )
+    # The engine core of this server only: its session is the server's (own process group).
+    engine = f"pkill -s {dense_vllm.process.pid} -x VLLM::EngineCor --signal"
+    with Probe(dense_vllm.url) as probe:
+        code = validate(
+            observed,
+            dense_vllm,
+            tiny_dense_model,
+            tmp_path,
+            str(SCENARIOS / "hung_engine.yaml"),
+            str(SCENARIOS / "target_down.yaml"),
+            f"--target-down-cmd={stop}",
+            f"--engine-pause-cmd={engine} STOP",
+            f"--engine-resume-cmd={engine} CONT",
+        )
     data = results(tmp_path)
-    (scenario,) = data["scenarios"]
-    assert [a["status"] for a in scenario["actions"]] == ["done"]
-    (fire,) = scenario["expectations"]
+    hung, down = data["scenarios"]
+    freeze, thaw = hung["actions"]
+    assert [(a["name"], a["status"]) for a in (freeze, thaw)] == [("freeze", "done"), ("thaw", "done")]
+    # While the engine core was frozen its API server kept answering /health and /metrics.
+    frozen = [a for a in probe.answers if freeze["finished_at"] + 1 < a[0] < thaw["started_at"]]
+    assert len(frozen) >= 10, probe.answers
+    assert all(health == 200 and metrics == 200 for _, health, metrics in frozen), frozen
+    fire, resolve, quiet = hung["expectations"]
+    assert (fire["kind"], fire["status"]) == ("fire", "met"), fire["detail"]
+    assert fire["received_s"] is not None  # reached Alertmanager
+    assert (resolve["kind"], resolve["status"]) == ("resolve", "met"), resolve["detail"]
+    assert (quiet["kind"], quiet["status"]) == ("quiet", "met"), quiet  # the target stayed up
+    assert [a["status"] for a in down["actions"]] == ["done"]
+    (fire,) = down["expectations"]
     assert fire["status"] == "met", fire["detail"]
     assert fire["ttd_s"] < 20 and fire["received_s"] is not None
     assert not dense_vllm.alive
-    assert code == 0
+    assert data["passed"] and code == 0

@@ -47,6 +47,28 @@ def target_down() -> Scenario:
     )
 
 
+HUNG = "InfersightVLLMHungEngine"
+
+
+def hung_engine() -> Scenario:
+    """Traffic for 80 s; the engine frozen at 20 s and thawed at 50 s."""
+    return parse_scenario(
+        {
+            "name": "hung_engine",
+            "limits": {"max_duration": "2m", "max_requests": 10_000},
+            "stages": [{"name": "traffic", "duration": "80s", "rate": 1}],
+            "actions": [
+                {"name": "freeze", "at": "20s", "do": "engine_pause"},
+                {"name": "thaw", "at": "50s", "do": "engine_resume"},
+            ],
+            "expect": {
+                "fire": [{"alert": HUNG, "within": "30s", "after": "freeze"}],
+                "resolve": [{"alert": HUNG, "within": "20s", "after": "thaw"}],
+            },
+        }
+    )
+
+
 def healthy() -> Scenario:
     return parse_scenario(
         {
