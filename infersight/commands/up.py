@@ -14,6 +14,7 @@ Exit codes: 0 every expectation met (or skipped); 1 an expectation was missed; 2
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import logging
 import os
@@ -54,8 +55,18 @@ from infersight.validate.session import Monitoring, ScenarioRun, SessionError, T
 
 # The suite, in the order it runs: on the MoE server first, overload before KV pressure (its TTFT
 # burn outlasts it, and overload's baseline must be quiet), then the dense server: the hung engine
-# after the leak (the requests it held burn the TTFT budget when it thaws), stopped last.
-DEFAULT_SCENARIOS = ("healthy", "moe_skew", "overload", "kv_pressure", "gpu_leak", "hung_engine", "target_down")
+# after the leak and the traffic stop (the requests it held burn the TTFT budget when it thaws),
+# stopped last. The traffic stop's companion load goes to the MoE server.
+DEFAULT_SCENARIOS = (
+    "healthy",
+    "moe_skew",
+    "overload",
+    "kv_pressure",
+    "gpu_leak",
+    "traffic_stop",
+    "hung_engine",
+    "target_down",
+)
 # Which tiny model serves each shipped scenario: the MoE one has the small KV cache and the MoE
 # exporter; the dense one is the server that may be stopped.
 SERVER_FOR: dict[str, ModelKind] = {
@@ -65,6 +76,7 @@ SERVER_FOR: dict[str, ModelKind] = {
     "moe_skew": "moe",
     "client_errors": "moe",
     "gpu_leak": "dense",
+    "traffic_stop": "dense",
     "hung_engine": "dense",
     "target_down": "dense",
     "server_kill": "dense",
@@ -140,6 +152,17 @@ def _target(endpoint: Endpoint) -> Target:
     return Target(
         endpoint.url, endpoint.model, endpoint.instance, load_vocabulary(endpoint.tokenizer), endpoint.controls
     )
+
+
+def _suite_target(
+    scenario: Scenario, kind: ModelKind, endpoints: dict[ModelKind, Endpoint], external: Endpoint | None
+) -> Target:
+    """The scenario's target; with a companion: load, the other server of the stack as its companion."""
+    if external is not None:
+        return _target(external)
+    others = [e for k, e in endpoints.items() if k != kind]
+    companion = _target(others[0]) if scenario.companion is not None and others else None
+    return dataclasses.replace(_target(endpoints[kind]), companion=companion)
 
 
 @dataclass
@@ -271,7 +294,7 @@ def _run(
         stack.cfg.time_scale,
         settle_timeout_s=args.settle.total_seconds,
     )
-    suite = [(s, src, _target(external if target else endpoints[kind])) for s, src, kind in plan]
+    suite = [(s, src, _suite_target(s, kind, endpoints, external if target else None)) for s, src, kind in plan]
     total = sum(s.scheduled_duration.total_seconds for s, _, _ in suite)
     names = ", ".join(s.name for s, _, _ in suite)
     say(f"running {len(suite)} scenario(s), about {total / 60:.0f} min of load: {names}")

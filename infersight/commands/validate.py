@@ -98,6 +98,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="CMD",
         help="shell command that continues it, e.g. 'pkill -CONT -x VLLM::EngineCor' (engine_resume)",
     )
+    p.add_argument(
+        "--companion-target",
+        metavar="URL",
+        help="a second vLLM (another model) for scenarios with a companion: load, e.g. traffic_stop",
+    )
     add_report_arguments(p)
     p.set_defaults(func=run_validate)
 
@@ -136,6 +141,11 @@ def run_validate(args: argparse.Namespace) -> int:
     try:
         scenarios = load_scenarios(args.scenarios)
         url = check_target(args.target, args.allow_remote)
+        other = (
+            check_target(args.companion_target, args.allow_remote, "--companion-target")
+            if args.companion_target
+            else None
+        )
         vocabulary = load_vocabulary(args.tokenizer)
         cfg = load_config(args.config) if args.config is not None else Config()
         prometheus_url = base_url(args.prometheus, "--prometheus", "http://127.0.0.1:9090", allow_path=True)
@@ -170,7 +180,12 @@ def run_validate(args: argparse.Namespace) -> int:
     )
     try:
         model = args.model or ask_served_model(url)
-        target = Target(url, model, args.instance or instance_of(url), vocabulary, controls)
+        companion = (
+            Target(other, ask_served_model(other, "--companion-target"), instance_of(other), vocabulary)
+            if other
+            else None
+        )
+        target = Target(url, model, args.instance or instance_of(url), vocabulary, controls, companion)
         runs = run_suite([(s, src, target) for s, src in scenarios], mon, args.report_dir / "results")
     except SessionError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)

@@ -42,8 +42,7 @@ class LiveProgress:
     def _stage_at(self, elapsed: float) -> tuple[str, str]:
         for stage, start in zip(self._scenario.stages, self._scenario.stage_starts(), strict=True):
             if elapsed < start.total_seconds + stage.duration.total_seconds:
-                target = f"{stage.rate:g}/s" if stage.rate is not None else f"x{stage.concurrency} streams"
-                return stage.name, target
+                return stage.name, stage.load_text
         return "drain", "-"
 
     def render(self, elapsed: float, now: float) -> None:

@@ -12,6 +12,7 @@ what is allowed; nothing else escapes :func:`load_scenario`.
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -39,7 +40,7 @@ MAX_TOKENS_CEILING = 131_072
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 _NAME_RULE = "1-40 characters of lower-case letters, digits, '_' or '-', starting with a letter or digit"
 
-TrafficFault = Literal["overload", "kv_pressure", "client_errors", "moe_skew"]
+TrafficFault = Literal["overload", "kv_pressure", "client_errors", "moe_skew", "traffic_stop"]
 Name = Annotated[str, Field(pattern=_NAME.pattern, description=_NAME_RULE)]
 PositiveDuration = Annotated[Duration, Field(description="a positive duration such as 30s")]
 
@@ -118,13 +119,14 @@ class PromptSpec(_Strict):
 
 
 class Stage(_Strict):
-    """A span of the timeline: open-loop arrivals at ``rate`` requests/s, or ``concurrency``
-    streams sent back to back (closed loop)."""
+    """A span of the timeline: open-loop arrivals at ``rate`` requests/s, ``concurrency`` streams
+    sent back to back (closed loop), or ``idle``: nothing sent (traffic that stopped)."""
 
     name: Name
     duration: PositiveDuration
     rate: float | None = Field(default=None, gt=0, le=100_000, description="requests per second (open loop)")
     concurrency: StrictInt | None = Field(default=None, ge=1, le=4096, description="closed-loop streams")
+    idle: StrictBool = Field(default=False, description="send nothing in this stage")
     arrival: Literal["constant", "poisson", "gamma"] = "poisson"
     # Gamma shape k (vLLM bench's convention): 1 is Poisson, below 1 is burstier, above 1 smoother.
     burstiness: float | None = Field(default=None, gt=0, le=100)
@@ -136,8 +138,12 @@ class Stage(_Strict):
     @model_validator(mode="after")
     def _mode(self) -> Stage:
         _positive(self.duration, "duration")
-        if (self.rate is None) == (self.concurrency is None):
-            raise ValueError("give exactly one of rate (open loop, requests/s) or concurrency (closed loop)")
+        if [self.rate is not None, self.concurrency is not None, self.idle].count(True) != 1:
+            raise ValueError(
+                "give exactly one of rate (open loop, requests/s), concurrency (closed loop) or idle: true"
+            )
+        if (self.fault == "traffic_stop") != self.idle:
+            raise ValueError("fault: traffic_stop marks an idle stage, and an idle stage can only be a traffic_stop")
         if self.concurrency is not None and ("arrival" in self.model_fields_set or self.burstiness is not None):
             raise ValueError("arrival/burstiness apply to rate stages; a concurrency stage sends back to back")
         if self.burstiness is not None and self.arrival != "gamma":
@@ -145,6 +151,13 @@ class Stage(_Strict):
         if self.fault == "moe_skew" and self.prompt.mode != "repeated":
             raise ValueError("fault: moe_skew needs prompt: {mode: repeated} so every token routes alike")
         return self
+
+    @property
+    def load_text(self) -> str:
+        """What the stage sends, for progress lines: ``2/s``, ``x8 streams`` or ``idle``."""
+        if self.rate is not None:
+            return f"{self.rate:g}/s"
+        return f"x{self.concurrency} streams" if self.concurrency is not None else "idle"
 
     @property
     def gamma_shape(self) -> float:
@@ -291,9 +304,41 @@ class ExpectResolve(_AlertSelector):
 
 
 class ExpectQuiet(_AlertSelector):
-    """This alert (or every alert of this component) must not fire during the named stages (default: all)."""
+    """This alert (or every alert of this component) must not fire during the named stages
+    (default: all), about the target, or with ``of: companion`` about the companion's model."""
 
     during: list[Name] = []
+    of: Literal["target", "companion"] = "target"
+
+
+class Companion(_Strict):
+    """Steady light load to a second model's server for the whole run (``infersight up`` picks
+    its other server; ``validate --companion-target``), so a fault can be shown to stay with the
+    target's model."""
+
+    rate: float = Field(gt=0, le=1000, description="requests per second")
+    prompt_tokens: TokenCount = 32
+    output_tokens: TokenCount = 16
+
+    def scenario(self, parent: Scenario) -> Scenario:
+        """The companion's own run: one Poisson stage as long as the parent's stages."""
+        duration = parent.scheduled_duration
+        requests = max(1, math.ceil(self.rate * duration.total_seconds * 2))  # room for Poisson's spread
+        return Scenario(
+            name=f"{parent.name[:30]}_companion",
+            description=f"companion load of {parent.name}",
+            seed=parent.seed + 1,
+            limits=Limits(max_duration=parent.limits.max_duration, max_requests=requests),
+            stages=[
+                Stage(
+                    name="companion",
+                    duration=duration,
+                    rate=self.rate,
+                    prompt_tokens=self.prompt_tokens,
+                    output_tokens=self.output_tokens,
+                )
+            ],
+        )
 
 
 class Expect(_Strict):
@@ -314,6 +359,7 @@ class Scenario(_Strict):
     validity: Validity = Validity()
     stages: list[Stage] = Field(min_length=1, max_length=100)
     actions: list[Action] = Field(default=[], max_length=100)
+    companion: Companion | None = None
     expect: Expect | None = None
 
     @model_validator(mode="after")
@@ -391,6 +437,8 @@ class Scenario(_Strict):
                     f"(limits.max_duration {self.limits.max_duration}) ends before {resolve.within} have passed"
                 )
         for i, quiet in enumerate(self.expect.quiet):
+            if quiet.of == "companion" and self.companion is None:
+                problems.append(f"expect.quiet.{i}.of: companion, but the scenario has no companion: load")
             unknown = sorted(set(quiet.during) - stage_names)
             if unknown:
                 problems.append(f"expect.quiet.{i}.during: unknown stages {unknown}; stages: {sorted(stage_names)}")

@@ -134,8 +134,10 @@ def summarize(
                 "achieved_rate": achieved,
                 "achieved_over_requested": achieved / stage.rate if achieved is not None else None,
             }
-        else:
+        elif stage.concurrency is not None:
             row |= {"mode": "concurrency", "concurrency": stage.concurrency, "achieved_rate": achieved}
+        else:
+            row |= {"mode": "idle", "achieved_rate": achieved}
         row |= _group(recs, planned_by_stage[i])
         if stage.rate is not None:
             row["schedule_lag_allowed_ms"] = scenario.validity.allowed_lag_ms(stage.rate)

@@ -47,13 +47,13 @@ def base_url(url: str, flag: str, example: str, allow_path: bool = False) -> str
     return url.rstrip("/")
 
 
-def check_target(url: str, allow_remote: bool = False) -> str:
+def check_target(url: str, allow_remote: bool = False, flag: str = "--target") -> str:
     """The base URL (scheme://host:port, no trailing slash) if it may receive load."""
-    base = base_url(url, "--target", "http://127.0.0.1:8000")
+    base = base_url(url, flag, "http://127.0.0.1:8000")
     host = urlsplit(base).hostname or ""
     if not allow_remote and not is_loopback(host):
         raise TargetError(
-            f"--target {url!r} is not a loopback address; load goes to 127.0.0.0/8, ::1 or localhost "
+            f"{flag} {url!r} is not a loopback address; load goes to 127.0.0.0/8, ::1 or localhost "
             "unless you pass --allow-remote (only for a server you are responsible for)"
         )
     return base

@@ -14,7 +14,8 @@ Definitions (stated in the report too):
   stopped firing in Prometheus within ``within`` of it; with none firing then, it is missed (the
   fault it undoes was not detected);
 - a ``quiet`` expectation is broken by a matching alert firing at any moment of its stages (all of
-  the scenario when none are named);
+  the scenario when none are named); with ``of: companion`` the alerts judged are those about the
+  companion load's model, and without a companion load it is skipped;
 - healthy traffic is the part of a scenario before its first fault (all of it when it has none);
   a false positive is any alert that starts firing during healthy traffic.
 """
@@ -249,15 +250,29 @@ def evaluate(
     intervals: Sequence[AlertInterval],
     scope: Scope = lambda _: True,
     watch_alertmanager: bool = True,
+    companion_scope: Scope | None = None,
 ) -> ScenarioVerdict:
-    """Judge one scenario. ``scope`` drops alerts about something else (another vLLM target)."""
+    """Judge one scenario. ``scope`` drops alerts about something else (another vLLM target);
+    ``companion_scope`` keeps those about the companion load's model (None: it did not run)."""
     mine = [i for i in intervals if scope(i)]
     fault_map = faults(scenario, window, outcomes)
     expectations: list[ExpectationResult] = []
     if scenario.expect is not None:
         expectations += [_fire(e, scenario, window, fault_map, mine, watch_alertmanager) for e in scenario.expect.fire]
         expectations += [_resolve(e, window, fault_map, mine) for e in scenario.expect.resolve]
-        expectations += [_quiet(e, window, mine) for e in scenario.expect.quiet]
+        for quiet in scenario.expect.quiet:
+            if quiet.of == "target":
+                expectations.append(_quiet(quiet, window, mine))
+            elif companion_scope is None:
+                expectations.append(
+                    ExpectationResult(
+                        "quiet", quiet.label, "skipped", "no companion load ran", during=tuple(quiet.during)
+                    )
+                )
+            else:
+                result = _quiet(quiet, window, [i for i in intervals if companion_scope(i)])
+                result.selector += " of the companion"
+                expectations.append(result)
     start, end = healthy_span(window, fault_map.values())
     false_positives = [
         FalsePositive(i.name, i.describe(), i.firing_at - window.start)

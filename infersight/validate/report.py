@@ -144,7 +144,11 @@ def _load_section(load: dict[str, Any]) -> str:
     summary = load["summary"]
     rows = []
     for st in summary["stages"]:
-        requested = f"{st['requested_rate']:g}/s" if st["mode"] == "rate" else f"{st['concurrency']} streams"
+        requested = "idle"
+        if st["mode"] == "rate":
+            requested = f"{st['requested_rate']:g}/s"
+        elif st["mode"] == "concurrency":
+            requested = f"{st['concurrency']} streams"
         rows.append(
             [
                 st["name"],
@@ -381,6 +385,7 @@ def _json(runs: Sequence[ScenarioRun], summary: Summary, meta: ReportMeta) -> di
                 "observed_s": r.window.end - r.window.start,
                 "poll_max_gap_s": r.poll_max_gap_s,
                 "load_valid": r.load["summary"]["valid"],
+                "notes": r.notes,
                 "expectations": [
                     {k: v for k, v in vars(e).items() if k != "offenders"} | {"offenders": e.offenders}
                     for e in r.verdict.expectations

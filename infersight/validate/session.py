@@ -47,9 +47,11 @@ class Target:
     instance: str  # its instance label in Prometheus (host:port)
     vocabulary: Vocabulary
     controls: Controls = field(default_factory=Controls)
+    # A second model's server for scenarios with a companion: load; None skips that load.
+    companion: Target | None = None
 
 
-def served_model(url: str) -> str:
+def served_model(url: str, flag: str = "--target") -> str:
     """The first model ``GET /v1/models`` lists; SessionError when the target does not answer.
 
     Through the deploy commands' client: a redirect is named and never followed (load goes only to
@@ -57,9 +59,9 @@ def served_model(url: str) -> str:
     try:
         answer = http.request("GET", f"{url}/v1/models", deadline=http.Deadline.after(10))
     except http.RequestFailed as exc:
-        raise SessionError(f"--target: {exc}") from None
+        raise SessionError(f"{flag}: {exc}") from None
     if answer.status != 200:
-        raise SessionError(f"{url}/v1/models answered {answer.status}; is vLLM up at --target?")
+        raise SessionError(f"{url}/v1/models answered {answer.status}; is vLLM up at {flag}?")
     try:
         return str(answer.body["data"][0]["id"])
     except (KeyError, IndexError, TypeError):
@@ -143,6 +145,7 @@ def run_scenario(scenario: Scenario, source: str, target: Target, mon: Monitorin
         model=target.model,
         handle_signals=False,
     )
+    companion = _companion(scenario, target, results_dir, notes)
     load = BackgroundRun(scenario, opts, executor.start).begin()
     try:
         while load.running:
@@ -160,13 +163,20 @@ def run_scenario(scenario: Scenario, source: str, target: Target, mon: Monitorin
         executor.finish()
         watcher.stop()
         raise
+    finally:
+        _stop_companion(companion, notes)
     outcomes = executor.finish(timeout=0)
     watcher.stop()
     end = time.time()
     window = evaluator.RunWindow.of(scenario, start, load_end, end)
     every = watcher.intervals()
+    companion_scope = (
+        evaluator.target_scope(target.companion.instance, target.companion.model)
+        if companion is not None and target.companion is not None
+        else None
+    )
     verdict = evaluator.evaluate(
-        scenario, window, outcomes, every, scope, watch_alertmanager=mon.alertmanager is not None
+        scenario, window, outcomes, every, scope, mon.alertmanager is not None, companion_scope
     )
     panel_data, errors = series.fetch(mon.prometheus, series.panels(mon.cfg, target.instance), start - 5, end)
     notes += [f"series not read: {e}" for e in errors]
@@ -196,6 +206,36 @@ def run_scenario(scenario: Scenario, source: str, target: Target, mon: Monitorin
         poll_max_gap_s=watcher.max_gap_s,
         poll_errors=len(watcher.errors),
     )
+
+
+def _companion(scenario: Scenario, target: Target, results_dir: Path, notes: list[str]) -> BackgroundRun | None:
+    """Start the scenario's companion load on the companion target, or note why there is none."""
+    if scenario.companion is None:
+        return None
+    other = target.companion
+    if other is None:
+        notes.append("companion load skipped: no second vLLM (validate --companion-target)")
+        return None
+    opts = runner.RunOptions(
+        target=other.url,
+        out_dir=results_dir / "companion",
+        vocabulary=other.vocabulary,
+        model=other.model,
+        handle_signals=False,
+    )
+    notes.append(f"companion load: {scenario.companion.rate:g} requests/s to {other.model} at {other.url}")
+    return BackgroundRun(scenario.companion.scenario(scenario), opts).begin()
+
+
+def _stop_companion(companion: BackgroundRun | None, notes: list[str]) -> None:
+    if companion is None:
+        return
+    companion.stop()
+    companion.join(60)
+    try:
+        companion.result()
+    except (TargetError, RuntimeError, OSError) as exc:  # the scenario is judged all the same
+        notes.append(f"companion load failed: {exc}")
 
 
 def _observe(

@@ -71,6 +71,15 @@ def with_stage(**stage: Any) -> dict[str, Any]:
         ),
         (BASE | {"actions": [{"name": "u", "at": "5s", "do": "target_up"}]}, "actions", "before any target_down"),
         (BASE | {"actions": [{"name": "t", "at": "5s", "do": "engine_resume"}]}, "actions", "before any engine_pause"),
+        (with_stage(rate=2, idle=True, fault="traffic_stop"), "stages.0", "exactly one of rate"),
+        (with_stage(idle=True), "stages.0.fault", "an idle stage can only be a traffic_stop"),
+        (with_stage(rate=2, fault="traffic_stop"), "stages.0.fault", "traffic_stop marks an idle stage"),
+        (
+            BASE | {"expect": {"quiet": [{"alert": "InfersightVLLMTrafficStop", "of": "companion"}]}},
+            "expect.quiet.0.of",
+            "no companion",
+        ),
+        (BASE | {"companion": {"rate": 0}}, "companion.rate", "greater than 0"),
         (
             BASE
             | {
@@ -208,3 +217,19 @@ def test_numbers_written_as_strings_must_be_finite(tmp_path: Path, number: str) 
         load_scenario(path)
     assert [p for p, _ in info.value.problems] == ["stages.0.prompt_tokens.mean"]
     assert "finite" in str(info.value)
+
+
+def test_a_companion_load_lasts_as_long_as_the_stages_at_its_rate() -> None:
+    sc = parse_scenario(
+        BASE
+        | {
+            "stages": [{"name": "a", "duration": "10s", "rate": 2}, {"name": "b", "duration": "20s", "rate": 1}],
+            "companion": {"rate": 3, "output_tokens": 8},
+        }
+    )
+    assert sc.companion is not None
+    companion = sc.companion.scenario(sc)
+    assert companion.name == "t_companion"
+    ((stage),) = companion.stages
+    assert (stage.duration.total_seconds, stage.rate, stage.output_tokens) == (30, 3, 8)
+    assert companion.limits.max_requests >= 90 and companion.limits.max_duration == sc.limits.max_duration

@@ -136,3 +136,23 @@ def test_stages_run_back_to_back_on_one_timeline(tmp_path: Path) -> None:
     rows = outcome.csv_path.read_text().splitlines()[1:]
     b_scheduled = [float(r.split(",")[2]) for r in rows if r.split(",")[1] == "b"]
     assert min(b_scheduled) == 0.5
+
+
+def test_an_idle_stage_sends_nothing_and_the_next_stage_keeps_its_time(tmp_path: Path) -> None:
+    sc = scenario(
+        [
+            {"name": "a", "duration": "300ms", "rate": 10, "arrival": "constant"},
+            {"name": "quiet", "duration": "500ms", "idle": True, "fault": "traffic_stop"},
+            {"name": "b", "duration": "300ms", "rate": 10, "arrival": "constant"},
+        ]
+    )
+    outcome = run_scenario(sc, tmp_path, sender=quick)
+    stages = outcome.run["summary"]["stages"]
+    assert [(s["name"], s["mode"], s["planned"]) for s in stages] == [
+        ("a", "rate", 3),
+        ("quiet", "idle", 0),
+        ("b", "rate", 3),
+    ]
+    rows = [r.split(",") for r in outcome.csv_path.read_text().splitlines()[1:]]
+    assert {r[1] for r in rows} == {"a", "b"}
+    assert min(float(r[2]) for r in rows if r[1] == "b") == 0.8

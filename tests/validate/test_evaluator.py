@@ -8,10 +8,12 @@ import pytest
 from infersight.validate.evaluator import evaluate, summarize, target_scope
 
 from .timelines import (
+    COMPANION_MODEL,
     HUNG,
     INSTANCE,
     LEAK,
     MODEL,
+    STOP,
     TARGET_DOWN,
     TTFT_BURN,
     action,
@@ -20,6 +22,7 @@ from .timelines import (
     hung_engine,
     overload,
     target_down,
+    traffic_stop,
 )
 from .timelines import window as win
 
@@ -210,3 +213,25 @@ def test_nothing_to_resolve_is_a_miss_and_a_thaw_not_performed_is_skipped() -> N
 
 def test_the_run_is_watched_until_the_last_resolve_deadline() -> None:
     assert hung_engine().deadline().total_seconds == 70  # thaw at 50 s + 20 s; the fire's is 20 + 30
+
+
+def test_a_companion_quiet_is_judged_on_the_companion_model_alone() -> None:
+    sc = traffic_stop()
+    mine, theirs = target_scope(INSTANCE, MODEL), target_scope("127.0.0.1:9000", COMPANION_MODEL)
+    stopped = alert(STOP, pending=47, firing=53, model_name=MODEL)
+    verdict = evaluate(sc, win(sc), [], [stopped], mine, companion_scope=theirs)
+    fire, quiet = verdict.expectations
+    assert (fire.status, quiet.status) == ("met", "met")
+    assert quiet.selector == f"alert {STOP} of the companion"
+    companion_stopped = alert(STOP, pending=60, firing=66, model_name=COMPANION_MODEL)
+    verdict = evaluate(sc, win(sc), [], [stopped, companion_stopped], mine, companion_scope=theirs)
+    assert verdict.expectations[0].status == "met"  # about this target: still its own alert
+    assert verdict.expectations[1].status == "missed"
+    assert f"model_name={COMPANION_MODEL}" in verdict.expectations[1].offenders[0]
+
+
+def test_without_a_companion_load_its_quiet_is_skipped() -> None:
+    sc = traffic_stop()
+    stopped = alert(STOP, pending=47, firing=53, model_name=MODEL)
+    (_, quiet) = evaluate(sc, win(sc), [], [stopped], target_scope(INSTANCE, MODEL)).expectations
+    assert (quiet.status, quiet.detail) == ("skipped", "no companion load ran")

@@ -18,7 +18,7 @@ from infersight.validate.series import Line, Panel, PanelData, ServerTTFT
 from infersight.validate.session import ScenarioRun, Target
 from infersight.validate.timeline import AlertInterval
 
-from .timelines import INSTANCE, LEAK, MODEL, T0, TTFT_BURN, alert, overload, target_down, window
+from .timelines import INSTANCE, LEAK, MODEL, T0, TTFT_BURN, alert, overload, target_down, traffic_stop, window
 
 
 def load_results(scenario: Scenario, out: Path, prompts: list[str]) -> dict:  # type: ignore[type-arg]
@@ -122,3 +122,16 @@ def test_plot_lines_break_at_holes_in_the_data() -> None:
     assert xs == [0, 1, 2, 6, 10, 11]
     assert ys[:3] == [1, 2, 3] and math.isnan(ys[3]) and ys[4:] == [4, 5]
     assert with_gaps([], 0) == ([], [])
+
+
+def test_a_traffic_stop_with_its_idle_stage_and_companion_quiet_is_reported(tmp_path: Path) -> None:
+    stopped = alert("InfersightVLLMTrafficStop", 47, 53, model_name=MODEL)
+    run_ = scenario_run(traffic_stop(), [stopped], tmp_path, [])
+    index, _ = write_report(tmp_path / "report", [run_], ReportMeta(60, "http://127.0.0.1:9090", None))
+    page = index.read_text()
+    assert "<td>stopped</td><td>traffic_stop</td><td>idle</td>" in page
+    assert "<td>alert InfersightVLLMTrafficStop of the companion</td>" not in page  # skipped: judged by nobody
+    data = json.loads((tmp_path / "report" / "validation.json").read_text())
+    (scenario,) = data["scenarios"]
+    assert [e["status"] for e in scenario["expectations"]] == ["met", "skipped"]
+    assert scenario["notes"] == ["a note for the reader"]

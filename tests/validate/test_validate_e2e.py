@@ -46,6 +46,7 @@ CFG = validation_profile(validation_intervals(Config()))
 KV_CFG = tiny_kv_profile()  # the KV pack e2e test's: time scale 20, one setting unlike production
 KV_SCALE = KV_CFG.time_scale
 SCENARIOS = Path(__file__).parent / "scenarios"
+SHIPPED = Path(__file__).parents[2] / "loadgen" / "scenarios"
 
 
 @pytest.fixture(scope="module")
@@ -179,8 +180,12 @@ class Probe:
         self._thread.join(30)
 
 
-def test_a_frozen_engine_fires_hung_engine_then_stopping_the_target_fires_target_down(
-    observed: ObservedStack, dense_vllm: VLLMServer, tiny_dense_model: Path, tmp_path: Path
+def test_traffic_stop_then_a_frozen_engine_then_stopping_the_target_each_fire_their_alert(
+    observed: ObservedStack,
+    dense_vllm: VLLMServer,
+    vllm_moe_small_kv: VLLMServer,
+    tiny_dense_model: Path,
+    tmp_path: Path,
 ) -> None:
     stop = f"kill -TERM -{dense_vllm.process.pid}"  # vLLM's whole process group (dash's kill has no --)
     # The engine core of this server only: its session is the server's (own process group).
@@ -191,14 +196,28 @@ def test_a_frozen_engine_fires_hung_engine_then_stopping_the_target_fires_target
             dense_vllm,
             tiny_dense_model,
             tmp_path,
+            str(SHIPPED / "traffic_stop.yaml"),
             str(SCENARIOS / "hung_engine.yaml"),
             str(SCENARIOS / "target_down.yaml"),
+            f"--companion-target={vllm_moe_small_kv.url}",
             f"--target-down-cmd={stop}",
             f"--engine-pause-cmd={engine} STOP",
             f"--engine-resume-cmd={engine} CONT",
         )
     data = results(tmp_path)
-    hung, down = data["scenarios"]
+    stop, hung, down = data["scenarios"]
+    # The stopped model's alert, quiet during its traffic, and quiet for the companion's model
+    # that kept its load; its engine idle, not hung.
+    assert [(e["kind"], e["selector"], e["status"]) for e in stop["expectations"]] == [
+        ("fire", "alert InfersightVLLMTrafficStop", "met"),
+        ("quiet", "alert InfersightVLLMTrafficStop", "met"),
+        ("quiet", "alert InfersightVLLMTrafficStop of the companion", "met"),
+        ("quiet", "alert InfersightVLLMHungEngine", "met"),
+    ], stop["expectations"]
+    assert stop["expectations"][0]["received_s"] is not None
+    assert any(n.startswith("companion load: 1 requests/s to tiny-moe") for n in stop["notes"]), stop["notes"]
+    companion = json.loads((tmp_path / "results" / "traffic_stop" / "companion" / "results.json").read_text())
+    assert companion["summary"]["overall"]["succeeded"] >= 40  # it kept its load through the stop (about 75)
     freeze, thaw = hung["actions"]
     assert [(a["name"], a["status"]) for a in (freeze, thaw)] == [("freeze", "done"), ("thaw", "done")]
     # While the engine core was frozen its API server kept answering /health and /metrics.

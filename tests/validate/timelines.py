@@ -69,6 +69,29 @@ def hung_engine() -> Scenario:
     )
 
 
+STOP = "InfersightVLLMTrafficStop"
+COMPANION_MODEL = "tiny-moe-companion"
+
+
+def traffic_stop() -> Scenario:
+    """40 s of traffic, then 40 s with none (the fault); the companion's model must stay quiet."""
+    return parse_scenario(
+        {
+            "name": "traffic_stop",
+            "limits": {"max_duration": "2m", "max_requests": 10_000},
+            "companion": {"rate": 1},
+            "stages": [
+                {"name": "traffic", "duration": "40s", "rate": 2},
+                {"name": "stopped", "duration": "40s", "idle": True, "fault": "traffic_stop"},
+            ],
+            "expect": {
+                "fire": [{"alert": STOP, "within": "30s"}],
+                "quiet": [{"alert": STOP, "of": "companion"}],
+            },
+        }
+    )
+
+
 def healthy() -> Scenario:
     return parse_scenario(
         {
