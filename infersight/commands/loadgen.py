@@ -141,6 +141,12 @@ def run_command(args: argparse.Namespace) -> int:
             "`loadgen run` sends the traffic only",
             file=sys.stderr,
         )
+    if scenario.companion is not None:
+        print(
+            "note: the scenario's companion load (to a second model's server) is sent by `infersight validate "
+            "--companion-target` and `infersight up`; `loadgen run` sends to --target only",
+            file=sys.stderr,
+        )
     opts = runner.RunOptions(
         target=target,
         out_dir=out_dir,
