@@ -24,6 +24,7 @@ EXPOSED_KEYS = [
     "selectors.gpu_exporter",
     "selectors.moe_exporter",
     "intervals.evaluation",
+    "intervals.slow_evaluation",
     "intervals.rate",
     "slo.period",
     "slo.burn_windows.0.long",
