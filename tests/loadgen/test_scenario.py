@@ -31,6 +31,12 @@ def problems(data: Any) -> list[tuple[str, str]]:
     return info.value.problems
 
 
+def paused_then_resolved(within: str, after: str) -> dict[str, Any]:
+    """An engine paused by action f, and a resolve expectation counted from ``after``."""
+    resolve = {"alert": "InfersightVLLMHungEngine", "within": within, "after": after}
+    return BASE | {"actions": [{"name": "f", "at": "5s", "do": "engine_pause"}], "expect": {"resolve": [resolve]}}
+
+
 def with_stage(**stage: Any) -> dict[str, Any]:
     return BASE | {"stages": [{"name": "a", "duration": "10s"} | stage]}
 
@@ -80,24 +86,8 @@ def with_stage(**stage: Any) -> dict[str, Any]:
             "no companion",
         ),
         (BASE | {"companion": {"rate": 0}}, "companion.rate", "greater than 0"),
-        (
-            BASE
-            | {
-                "actions": [{"name": "f", "at": "5s", "do": "engine_pause"}],
-                "expect": {"resolve": [{"alert": "InfersightVLLMHungEngine", "within": "5s", "after": "a"}]},
-            },
-            "expect.resolve.0.after",
-            "not an action",
-        ),
-        (
-            BASE
-            | {
-                "actions": [{"name": "f", "at": "5s", "do": "engine_pause"}],
-                "expect": {"resolve": [{"alert": "InfersightVLLMHungEngine", "within": "10m", "after": "f"}]},
-            },
-            "expect.resolve.0.within",
-            "ends before 10m",
-        ),
+        (paused_then_resolved(within="5s", after="a"), "expect.resolve.0.after", "not an action"),
+        (paused_then_resolved(within="10m", after="f"), "expect.resolve.0.within", "ends before 10m"),
         (BASE | {"actions": [{"name": "a", "at": "5s", "do": "target_down"}]}, "stages", "unique"),
         (BASE | {"expect": {"fire": [{"component": "serving", "within": "1m"}]}}, "expect.fire.0", "no fault"),
         (BASE | {"expect": {"fire": [{"alert": "HighLatency", "within": "1m"}]}}, "expect.fire.0", "not an infersight"),
