@@ -320,19 +320,21 @@ class Companion(_Strict):
     prompt_tokens: TokenCount = 32
     output_tokens: TokenCount = 16
 
-    def scenario(self, parent: Scenario) -> Scenario:
-        """The companion's own run: one Poisson stage as long as the parent's stages."""
-        duration = parent.scheduled_duration
-        requests = max(1, math.ceil(self.rate * duration.total_seconds * 2))  # room for Poisson's spread
+    def scenario(self, parent: Scenario, lasting: Duration) -> Scenario:
+        """The companion's own run: one Poisson stage of ``lasting``. The caller makes that longer
+        than the parent is run and watched, and stops it: a companion that ran out while the
+        parent was still judged would be a real traffic stop of its model."""
+        lasting = min(lasting, MAX_DURATION_CEILING, key=lambda d: d.ms)  # any run's bound
+        requests = max(1, math.ceil(self.rate * lasting.total_seconds * 2))  # room for Poisson's spread
         return Scenario(
             name=f"{parent.name[:30]}_companion",
             description=f"companion load of {parent.name}",
             seed=parent.seed + 1,
-            limits=Limits(max_duration=parent.limits.max_duration, max_requests=requests),
+            limits=Limits(max_duration=lasting, max_requests=min(requests, MAX_REQUESTS_CEILING)),
             stages=[
                 Stage(
                     name="companion",
-                    duration=duration,
+                    duration=lasting,
                     rate=self.rate,
                     prompt_tokens=self.prompt_tokens,
                     output_tokens=self.output_tokens,

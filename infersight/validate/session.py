@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from urllib.parse import urlsplit
 
 from infersight.config import Config
 from infersight.deploy import http
+from infersight.durations import Duration
 from infersight.loadgen import runner
 from infersight.loadgen.background import BackgroundRun
 from infersight.loadgen.prompts import Vocabulary
@@ -145,7 +147,7 @@ def run_scenario(scenario: Scenario, source: str, target: Target, mon: Monitorin
         model=target.model,
         handle_signals=False,
     )
-    companion = _companion(scenario, target, results_dir, notes)
+    companion = _companion(scenario, target, mon, results_dir, notes)
     load = BackgroundRun(scenario, opts, executor.start).begin()
     try:
         while load.running:
@@ -208,7 +210,9 @@ def run_scenario(scenario: Scenario, source: str, target: Target, mon: Monitorin
     )
 
 
-def _companion(scenario: Scenario, target: Target, results_dir: Path, notes: list[str]) -> BackgroundRun | None:
+def _companion(
+    scenario: Scenario, target: Target, mon: Monitoring, results_dir: Path, notes: list[str]
+) -> BackgroundRun | None:
     """Start the scenario's companion load on the companion target, or note why there is none."""
     if scenario.companion is None:
         return None
@@ -224,7 +228,15 @@ def _companion(scenario: Scenario, target: Target, results_dir: Path, notes: lis
         handle_signals=False,
     )
     notes.append(f"companion load: {scenario.companion.rate:g} requests/s to {other.model} at {other.url}")
-    return BackgroundRun(scenario.companion.scenario(scenario), opts).begin()
+    companion = scenario.companion.scenario(scenario, companion_duration(scenario, mon))
+    return BackgroundRun(companion, opts).begin()
+
+
+def companion_duration(scenario: Scenario, mon: Monitoring) -> Duration:
+    """A bound past the end of the scenario's load (its max_duration at most) and of the watching
+    after it (to the last deadline, the actions' end, the grace period); it is stopped before."""
+    load = max(scenario.limits.max_duration.total_seconds, scenario.deadline().total_seconds)
+    return Duration.parse(f"{math.ceil(load + mon.action_timeout_s + mon.grace_s)}s")
 
 
 def _stop_companion(companion: BackgroundRun | None, notes: list[str]) -> None:

@@ -209,7 +209,7 @@ def test_numbers_written_as_strings_must_be_finite(tmp_path: Path, number: str) 
     assert "finite" in str(info.value)
 
 
-def test_a_companion_load_lasts_as_long_as_the_stages_at_its_rate() -> None:
+def test_a_companion_load_lasts_as_long_as_asked_at_its_rate() -> None:
     sc = parse_scenario(
         BASE
         | {
@@ -218,8 +218,9 @@ def test_a_companion_load_lasts_as_long_as_the_stages_at_its_rate() -> None:
         }
     )
     assert sc.companion is not None
-    companion = sc.companion.scenario(sc)
+    # Longer than the stages: it must keep going while the scenario is watched after its load.
+    companion = sc.companion.scenario(sc, Duration.parse("2m"))
     assert companion.name == "t_companion"
     ((stage),) = companion.stages
-    assert (stage.duration.total_seconds, stage.rate, stage.output_tokens) == (30, 3, 8)
-    assert companion.limits.max_requests >= 90 and companion.limits.max_duration == sc.limits.max_duration
+    assert (stage.duration.total_seconds, stage.rate, stage.output_tokens) == (120, 3, 8)
+    assert companion.limits.max_requests >= 360 and companion.limits.max_duration == Duration.parse("2m")
