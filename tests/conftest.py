@@ -13,6 +13,7 @@ from hypothesis import settings
 
 from infersight.stack.tiny_models import SERVED_NAMES, ensure_tiny_model
 from infersight.stack.vllm_server import BATCHED_STREAMING_ARGS, SMALL_KV_ARGS, VLLMServer
+from tests.exporters.moe import probe
 
 # Two shared cores and real services beside: per-example deadlines would only measure load.
 settings.register_profile("infersight", deadline=None)
@@ -45,3 +46,11 @@ def vllm_moe_small_kv(stack_dir: Path, tiny_moe_model: Path) -> Iterator[VLLMSer
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def plugged_moe(stack_dir: Path, tiny_moe_model: Path) -> Iterator[probe.PluggedVLLM]:
+    """The tiny MoE model with the infersight MoE plugin on: the plugin's and the MoE pack's
+    end-to-end tests share it (neither stops it)."""
+    with probe.plugged_vllm(stack_dir, tiny_moe_model, SERVED_NAMES["moe"]) as plugged:
+        yield plugged

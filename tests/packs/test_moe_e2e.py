@@ -17,9 +17,7 @@ import pytest
 from infersight.alerts import moe as moe_alerts
 from infersight.loadgen.scenario import parse_scenario
 from infersight.stack.observed import ObservedStack
-from infersight.stack.ports import free_port
 from infersight.stack.tiny_models import SERVED_NAMES
-from infersight.stack.vllm_server import VLLMServer
 from tests.exporters.moe import probe
 from tests.packs.e2e_support import Load, alert_timeline, assert_every_query_answers, profile, scenario_seconds
 
@@ -49,33 +47,18 @@ SKEW = {
 
 
 @pytest.fixture(scope="module")
-def plugged(stack_dir: Path, tiny_moe_model: Path) -> Iterator[probe.PluggedVLLM]:
-    port = free_port()
-    # Prefix caching off: cached prompt tokens skip the forward pass, so they would not be routed.
-    server = VLLMServer(
-        tiny_moe_model,
-        MODEL,
-        stack_dir / "vllm-moe-pack",
-        extra_args=["--no-enable-prefix-caching"],
-        env=probe.plugin_env(port),
-    )
-    with server:
-        yield probe.PluggedVLLM(server, MODEL, port)
-
-
-@pytest.fixture(scope="module")
-def observed(stack_dir: Path, plugged: probe.PluggedVLLM) -> Iterator[ObservedStack]:
-    jobs = {"vllm": [plugged.server.target], "infersight-moe": [plugged.exporter_target]}
+def observed(stack_dir: Path, plugged_moe: probe.PluggedVLLM) -> Iterator[ObservedStack]:
+    jobs = {"vllm": [plugged_moe.server.target], "infersight-moe": [plugged_moe.exporter_target]}
     with ObservedStack(stack_dir / "observed-moe", CFG, jobs) as stack:
         stack.prometheus.wait_for_targets_up(timeout=60)
         yield stack
 
 
 def test_skewed_routing_gets_imbalance_and_dead_expert_alerts_to_alertmanager(
-    observed: ObservedStack, plugged: probe.PluggedVLLM, tiny_moe_model: Path, tmp_path: Path
+    observed: ObservedStack, plugged_moe: probe.PluggedVLLM, tiny_moe_model: Path, tmp_path: Path
 ) -> None:
     scenario = parse_scenario(SKEW)
-    load = Load(scenario, plugged.server, tiny_moe_model, tmp_path).start()
+    load = Load(scenario, plugged_moe.server, tiny_moe_model, tmp_path).start()
     received: dict[str, list[dict[str, str]]] = {}
     absent_fired = False
 
@@ -115,9 +98,9 @@ def test_every_moe_dashboard_query_returns_data(observed: ObservedStack) -> None
     assert_every_query_answers(observed, "vllm-moe.json")
 
 
-def test_expert_load_absent_when_the_exporter_is_not_scraped(stack_dir: Path, plugged: probe.PluggedVLLM) -> None:
+def test_expert_load_absent_when_the_exporter_is_not_scraped(stack_dir: Path, plugged_moe: probe.PluggedVLLM) -> None:
     # The same server, watched by a Prometheus that lacks the exporter job.
-    with ObservedStack(stack_dir / "observed-moe-absent", CFG, {"vllm": [plugged.server.target]}) as stack:
+    with ObservedStack(stack_dir / "observed-moe-absent", CFG, {"vllm": [plugged_moe.server.target]}) as stack:
         stack.prometheus.wait_for_targets_up(timeout=60)
         stack.prometheus.wait_until(
             lambda: moe_alerts.METRICS_ABSENT in stack.alertmanager.alert_names(),

@@ -9,11 +9,13 @@ routes top_k times that many tokens. Padding and warm-up/dummy batches are not c
 
 from __future__ import annotations
 
+import os
 import random
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -21,6 +23,7 @@ from typing import Any, TypeVar
 from prometheus_client.parser import text_string_to_metric_families
 
 from infersight.exporters.moe.settings import ENABLE_VAR, PORT_VAR
+from infersight.stack.ports import free_port
 from infersight.stack.process import http_get
 from infersight.stack.vllm_server import VLLMServer
 from tests.e2e.traffic import complete
@@ -40,6 +43,51 @@ def random_token_prompt(rng: random.Random, length: int = 48) -> list[int]:
 
 def plugin_env(port: int) -> dict[str, str]:
     return {ENABLE_VAR: "1", PORT_VAR: str(port)}
+
+
+# Test instrumentation, not part of the plugin: every Python process vLLM starts imports this
+# sitecustomize, which wraps the entry point to record which process called it and how it ended.
+# (The API server calls it before vLLM configures logging, so its log line would be lost.)
+REGISTER_RECORDER = """
+import multiprocessing, os
+import infersight.exporters.moe.plugin as _plugin
+
+_register = _plugin.register
+
+
+def register():
+    outcome = "ok"
+    try:
+        _register()
+    except BaseException as exc:
+        outcome = f"raised {type(exc).__name__}"
+        raise
+    finally:
+        with open(os.environ["INFERSIGHT_TEST_REGISTER_LOG"], "a") as f:
+            f.write(f"{os.getpid()} {multiprocessing.current_process().name} {outcome}\\n")
+
+
+_plugin.register = register
+"""
+
+
+@contextmanager
+def plugged_vllm(workdir: Path, model_dir: Path, model: str) -> Iterator[PluggedVLLM]:
+    """The tiny MoE model served with the plugin on and every process's register() recorded.
+    Prefix caching off: cached prompt tokens skip the forward pass, so they would be neither
+    routed nor counted."""
+    port = free_port()
+    recorder = workdir / "moe-register-recorder"
+    recorder.mkdir(exist_ok=True)
+    (recorder / "sitecustomize.py").write_text(REGISTER_RECORDER)
+    env = {
+        **plugin_env(port),
+        "PYTHONPATH": os.pathsep.join(p for p in (str(recorder), os.environ.get("PYTHONPATH", "")) if p),
+        "INFERSIGHT_TEST_REGISTER_LOG": str(recorder / "calls.txt"),
+    }
+    args = ["--no-enable-prefix-caching"]
+    with VLLMServer(model_dir, model, workdir / "vllm-moe-plugin", extra_args=args, env=env) as server:
+        yield PluggedVLLM(server, model, port, recorder / "calls.txt")
 
 
 def samples(url: str) -> list[tuple[str, dict[str, str], float]]:

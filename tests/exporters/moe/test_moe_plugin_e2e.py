@@ -6,7 +6,6 @@ Run under the heavy lock: ``flock /tmp/infersight-heavy.lock pytest tests/export
 
 from __future__ import annotations
 
-import os
 import random
 import re
 import threading
@@ -22,11 +21,9 @@ from infersight import bundle, bundle_files, promql
 from infersight.durations import Duration
 from infersight.recording_rules import moe as moe_rules
 from infersight.stack.observed import validation_profile
-from infersight.stack.ports import free_port
 from infersight.stack.process import http_get
 from infersight.stack.prometheus import Prometheus, ScrapeJob
 from infersight.stack.tiny_models import SERVED_NAMES
-from infersight.stack.vllm_server import VLLMServer
 from tests.e2e.traffic import complete
 from tests.exporters.moe import probe
 
@@ -42,51 +39,6 @@ REPEATED = " the" * 64
 varied_prompt = probe.random_token_prompt
 
 
-# Test instrumentation, not part of the plugin: every Python process vLLM starts imports this
-# sitecustomize, which wraps the entry point to record which process called it and how it ended.
-# (The API server calls it before vLLM configures logging, so its log line would be lost.)
-REGISTER_RECORDER = """
-import multiprocessing, os
-import infersight.exporters.moe.plugin as _plugin
-
-_register = _plugin.register
-
-
-def register():
-    outcome = "ok"
-    try:
-        _register()
-    except BaseException as exc:
-        outcome = f"raised {type(exc).__name__}"
-        raise
-    finally:
-        with open(os.environ["INFERSIGHT_TEST_REGISTER_LOG"], "a") as f:
-            f.write(f"{os.getpid()} {multiprocessing.current_process().name} {outcome}\\n")
-
-
-_plugin.register = register
-"""
-
-
-@pytest.fixture(scope="module")
-def plugged(stack_dir: Path, tiny_moe_model: Path) -> Iterator[probe.PluggedVLLM]:
-    port = free_port()
-    recorder = stack_dir / "moe-register-recorder"
-    recorder.mkdir(exist_ok=True)
-    (recorder / "sitecustomize.py").write_text(REGISTER_RECORDER)
-    env = {
-        **probe.plugin_env(port),
-        "PYTHONPATH": os.pathsep.join(p for p in (str(recorder), os.environ.get("PYTHONPATH", "")) if p),
-        "INFERSIGHT_TEST_REGISTER_LOG": str(recorder / "calls.txt"),
-    }
-    # Prefix caching off: cached prompt tokens skip the forward pass and the accounting (probe.py).
-    server = VLLMServer(
-        tiny_moe_model, MODEL, stack_dir / "vllm-moe-plugin", extra_args=["--no-enable-prefix-caching"], env=env
-    )
-    with server:
-        yield probe.PluggedVLLM(server, MODEL, port, recorder / "calls.txt")
-
-
 @dataclass(frozen=True)
 class ExporterScrape(ScrapeJob):
     """The exporter refreshes once a second, so it is scraped once a second (a faster scrape only
@@ -98,7 +50,7 @@ class ExporterScrape(ScrapeJob):
 
 
 @pytest.fixture(scope="module")
-def prometheus(stack_dir: Path, plugged: probe.PluggedVLLM) -> Iterator[Prometheus]:
+def prometheus(stack_dir: Path, plugged_moe: probe.PluggedVLLM) -> Iterator[Prometheus]:
     """A real Prometheus with the bundle's recording rules (time-scaled profile)."""
     workdir = stack_dir / "prometheus-moe"
     files = bundle_files.render(bundle.build(CFG), with_deploy=False)
@@ -106,7 +58,7 @@ def prometheus(stack_dir: Path, plugged: probe.PluggedVLLM) -> Iterator[Promethe
     rules = sorted(workdir / "bundle" / rel for rel in files if rel.startswith("recording_rules/"))
     prom = Prometheus(
         workdir,
-        jobs=[ExporterScrape("infersight-moe", [plugged.exporter_target])],
+        jobs=[ExporterScrape("infersight-moe", [plugged_moe.exporter_target])],
         rule_files=rules,
         scrape_interval=str(CFG.scaled(CFG.intervals.scrape)),
         evaluation_interval=str(CFG.scaled(CFG.intervals.evaluation)),
@@ -119,13 +71,13 @@ def prometheus(stack_dir: Path, plugged: probe.PluggedVLLM) -> Iterator[Promethe
 # --- every process, no error, no duplicates -----------------------------------------------------
 
 
-def test_plugin_loads_in_every_vllm_process_without_error(plugged: probe.PluggedVLLM) -> None:
-    calls = [line.split() for line in plugged.register_calls.read_text().splitlines()]
+def test_plugin_loads_in_every_vllm_process_without_error(plugged_moe: probe.PluggedVLLM) -> None:
+    calls = [line.split() for line in plugged_moe.register_calls.read_text().splitlines()]
     assert all(outcome == "ok" for *_, outcome in calls), calls
     pids = {pid for pid, *_ in calls}
     assert len(pids) >= 3, calls  # API server, engine core, worker
-    assert plugged.server.process.pid in {int(p) for p in pids}  # the API server is the process we started
-    log = plugged.server.process.log_path.read_text(errors="replace")
+    assert plugged_moe.server.process.pid in {int(p) for p in pids}  # the API server is the process we started
+    log = plugged_moe.server.process.log_path.read_text(errors="replace")
     enabled = re.findall(r"\((\w+)[-\w]* pid=(\d+)\).*infersight MoE exporter enabled in pid (\d+)", log)
     assert {"EngineCore", "VllmWorker"} <= {role for role, _, _ in enabled}, enabled
     assert all(prefix_pid == pid for _, prefix_pid, pid in enabled)
@@ -137,11 +89,11 @@ def test_plugin_loads_in_every_vllm_process_without_error(plugged: probe.Plugged
     # Exactly one process serves (the worker that builds the model), on base port + local rank 0.
     serving = re.findall(r"\((\w+) pid=\d+\).*infersight MoE exporter: rank (\d+) serving on", log)
     assert serving == [("Worker", "0")]
-    assert http_get(f"http://127.0.0.1:{plugged.exporter_port + 1}/metrics")[0] == 0
+    assert http_get(f"http://127.0.0.1:{plugged_moe.exporter_port + 1}/metrics")[0] == 0
 
 
-def test_no_duplicate_series_and_nothing_added_to_vllms_metrics(plugged: probe.PluggedVLLM) -> None:
-    exported = probe.samples(plugged.exporter_url)
+def test_no_duplicate_series_and_nothing_added_to_vllms_metrics(plugged_moe: probe.PluggedVLLM) -> None:
+    exported = probe.samples(plugged_moe.exporter_url)
     identities = [(name, tuple(sorted(labels.items()))) for name, labels, _ in exported]
     assert len(identities) == len(set(identities))
     tokens = [labels for name, labels, _ in exported if name == probe.EXPERT_TOKENS]
@@ -149,30 +101,34 @@ def test_no_duplicate_series_and_nothing_added_to_vllms_metrics(plugged: probe.P
         (layer, str(e), "0", MODEL) for layer in LAYERS for e in range(EXPERTS)
     }
     assert ("infersight_moe_layer_top_k", {"model_name": MODEL, "layer": "0", "rank": "0"}, 2.0) in exported
-    vllm_names = {name for name, _, _ in probe.samples(plugged.server.metrics_url)}
+    vllm_names = {name for name, _, _ in probe.samples(plugged_moe.server.metrics_url)}
     assert not {n for n in vllm_names if n.startswith("infersight_")}
-    vllm_ids = [(name, tuple(sorted(labels.items()))) for name, labels, _ in probe.samples(plugged.server.metrics_url)]
+    vllm_ids = [
+        (name, tuple(sorted(labels.items()))) for name, labels, _ in probe.samples(plugged_moe.server.metrics_url)
+    ]
     assert len(vllm_ids) == len(set(vllm_ids))
 
 
 # --- the counts ------------------------------------------------------------------------------------
 
 
-def test_counts_per_layer_equal_tokens_forwarded_times_top_k(plugged: probe.PluggedVLLM) -> None:
+def test_counts_per_layer_equal_tokens_forwarded_times_top_k(plugged_moe: probe.PluggedVLLM) -> None:
     rng = random.Random(1)
     prompts = [varied_prompt(rng) for _ in range(6)]
     counts, tokens = probe.measured(
-        plugged, lambda: probe.run_requests(plugged, prompts, max_tokens=12, concurrency=3), 6, TOP_K
+        plugged_moe, lambda: probe.run_requests(plugged_moe, prompts, max_tokens=12, concurrency=3), 6, TOP_K
     )
     assert tokens.requests == 6 and tokens.generation > 6  # prefill and decode steps both happened
     assert probe.per_layer(counts) == {layer: TOP_K * tokens.forwarded for layer in LAYERS}, tokens
 
 
-def test_one_repeated_token_concentrates_load_varied_prompts_spread_it(plugged: probe.PluggedVLLM) -> None:
-    repeated, _ = probe.measured(plugged, lambda: probe.run_requests(plugged, [REPEATED] * 4, max_tokens=1), 4, TOP_K)
+def test_one_repeated_token_concentrates_load_varied_prompts_spread_it(plugged_moe: probe.PluggedVLLM) -> None:
+    repeated, _ = probe.measured(
+        plugged_moe, lambda: probe.run_requests(plugged_moe, [REPEATED] * 4, max_tokens=1), 4, TOP_K
+    )
     rng = random.Random(2)
     varied, _ = probe.measured(
-        plugged, lambda: probe.run_requests(plugged, [varied_prompt(rng) for _ in range(8)], 1), 8, TOP_K
+        plugged_moe, lambda: probe.run_requests(plugged_moe, [varied_prompt(rng) for _ in range(8)], 1), 8, TOP_K
     )
     for layer in LAYERS:
         assert probe.active_experts(repeated, layer) == TOP_K, repeated
@@ -181,7 +137,7 @@ def test_one_repeated_token_concentrates_load_varied_prompts_spread_it(plugged: 
         assert probe.top_share(varied, layer, TOP_K) < 0.45, varied
 
 
-def test_imbalance_recording_rule_shows_the_difference(plugged: probe.PluggedVLLM, prometheus: Prometheus) -> None:
+def test_imbalance_recording_rule_shows_the_difference(plugged_moe: probe.PluggedVLLM, prometheus: Prometheus) -> None:
     rule = moe_rules.max_over_mean(CFG)
     expr = f"{rule}{promql.braces([promql.label_matcher('model_name', '=', MODEL)])}"
     # A full rate window of one kind of traffic, plus two scrapes and two evaluations.
@@ -196,7 +152,7 @@ def test_imbalance_recording_rule_shows_the_difference(plugged: probe.PluggedVLL
 
         def loop() -> None:
             while not stop.is_set():
-                complete(plugged.server.url, MODEL, prompt(), max_tokens=1)
+                complete(plugged_moe.server.url, MODEL, prompt(), max_tokens=1)
 
         workers = [threading.Thread(target=loop, daemon=True) for _ in range(2)]
         for w in workers:
