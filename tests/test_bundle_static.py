@@ -15,6 +15,7 @@ import yaml
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.cog.plugins import register_default_plugins
 from grafana_foundation_sdk.models.dashboard import Dashboard as DashboardModel
+from prometheus_client.parser import text_string_to_metric_families
 
 from infersight import bundle, bundle_files, catalog
 from infersight.config import Config
@@ -28,7 +29,7 @@ RULE_FILES = {k: v for k, v in FILES.items() if k.startswith(("recording_rules/"
 DASHBOARDS = {k: json.loads(v) for k, v in FILES.items() if k.startswith("dashboards/")}
 REFERENCES = (
     REFERENCE_DIR / "vllm-0.32.0-metric-families.txt",
-    REFERENCE_DIR / "vllm-0.32.0-feature-metric-families.txt",  # tests/data/capture-vllm-features
+    REFERENCE_DIR / "vllm-0.32.0-feature-metric-families.txt",  # scripts/capture_vllm_features.py
 )
 
 
@@ -66,21 +67,46 @@ def test_every_expression_parses_and_names_only_catalogued_or_recorded_metrics()
 
 def test_catalog_vllm_names_match_a_real_vllm_0_32() -> None:
     # Two measured runs: a plain server, and one with every optional metric family switched on.
-    families = {
-        line.split()[0]
+    families = dict(
+        line.split()[:2]
         for ref in REFERENCES
         for line in ref.read_text().splitlines()
         if line and not line.startswith("#")
-    }
+    )
     for m in catalog.CATALOG.values():
         if m.source not in (catalog.Source.VLLM, catalog.Source.VLLM_API) or not m.name.startswith("vllm:"):
             continue
-        if m.versions.startswith("upstream main after 0.32"):
+        if m.versions == catalog.AFTER_0_32:
             assert m.name not in families, f"{m.name} is catalogued as newer than 0.32, yet 0.32 exposes it"
             continue
         assert m.name in families, f"{m.name} is not exposed by vLLM 0.32.0"
+        assert families[m.name] == m.type.value, f"{m.name}: vLLM 0.32 exposes a {families[m.name]}"
         for alias in m.aliases:
             assert alias.name not in families, f"alias {alias.name} should be the old name"
+
+
+def test_catalog_labels_and_buckets_match_the_feature_scrape() -> None:
+    """Label names and histogram bounds of every catalogued family in the real 0.32 scrape."""
+    scrape = (REFERENCE_DIR.parent / "vllm-0.32.0-features-scrape.txt").read_text()
+    seen: dict[str, set[str]] = {}
+    bounds: dict[str, set[float]] = {}
+    for family in text_string_to_metric_families(scrape):
+        for sample in family.samples:
+            seen.setdefault(family.name, set()).update(k for k in sample.labels if k != "le")
+            if sample.name.endswith("_bucket") and sample.labels["le"] != "+Inf":
+                bounds.setdefault(family.name, set()).add(float(sample.labels["le"]))
+    checked = 0
+    for m in catalog.CATALOG.values():
+        name = m.name.removesuffix("_total") if m.type is catalog.MetricType.COUNTER else m.name
+        if m.source is not catalog.Source.VLLM or name not in seen:
+            continue
+        checked += 1
+        # An info family has many labels; the catalog lists those the bundle may read.
+        labels_match = set(m.labels) <= seen[name] if name.endswith("_info") else set(m.labels) == seen[name]
+        assert labels_match, f"{m.name}: the scrape has labels {sorted(seen[name])}, the catalog {m.labels}"
+        if m.buckets:
+            assert bounds[name] == set(m.buckets), f"{m.name}: the scrape has buckets {sorted(bounds[name])}"
+    assert checked >= 20
 
 
 def test_dashboards_round_trip_through_foundation_sdk_models() -> None:

@@ -34,6 +34,7 @@ from infersight.rules import Component, is_alert_name
 
 # Hard ceilings: a scenario file must not be able to ask for an unbounded run.
 MAX_DURATION_CEILING = Duration.parse("6h")
+COMPANION_MAX_DURATION = Duration.parse("5h")  # leaves the companion an hour past the load
 MAX_REQUESTS_CEILING = 1_000_000
 MAX_TOKENS_CEILING = 131_072
 
@@ -316,7 +317,9 @@ class Companion(_Strict):
     its other server; ``validate --companion-target``), so a fault can be shown to stay with the
     target's model."""
 
-    rate: float = Field(gt=0, le=1000, description="requests per second")
+    # Light by design: it only shows that another model keeps its traffic, and it runs until the
+    # scenario is judged (up to COMPANION_MAX_DURATION plus the watching), within the request ceiling.
+    rate: float = Field(gt=0, le=20, description="requests per second")
     prompt_tokens: TokenCount = 32
     output_tokens: TokenCount = 16
 
@@ -324,7 +327,7 @@ class Companion(_Strict):
         """The companion's own run: one Poisson stage of ``lasting``. The caller makes that longer
         than the parent is run and watched, and stops it: a companion that ran out while the
         parent was still judged would be a real traffic stop of its model."""
-        lasting = min(lasting, MAX_DURATION_CEILING, key=lambda d: d.ms)  # any run's bound
+        lasting = min(lasting, MAX_DURATION_CEILING, key=lambda d: d.ms)  # any run's bound (see _consistent)
         requests = max(1, math.ceil(self.rate * lasting.total_seconds * 2))  # room for Poisson's spread
         return Scenario(
             name=f"{parent.name[:30]}_companion",
@@ -382,6 +385,11 @@ class Scenario(_Strict):
             problems.append(
                 f"stages: the rate stages would send about {expected:.0f} requests, more than "
                 f"limits.max_requests ({self.limits.max_requests}); lower rates/durations or raise max_requests"
+            )
+        if self.companion is not None and self.limits.max_duration > COMPANION_MAX_DURATION:
+            problems.append(
+                f"limits.max_duration: a scenario with a companion load may last at most {COMPANION_MAX_DURATION} "
+                "(its companion runs on while the scenario is watched afterwards)"
             )
         problems += self._action_problems()
         problems += self._expect_problems()

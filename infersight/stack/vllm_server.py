@@ -11,6 +11,7 @@ from types import TracebackType
 from infersight.stack.engine_affinity import confine_engine_core
 from infersight.stack.ports import LOOPBACK, free_port
 from infersight.stack.process import ManagedProcess
+from infersight.stack.tiny_models import TINY_LORA_RANK
 
 # Sizes that make the tiny models' KV cache saturable on 2 cores: 8 blocks of
 # 128 tokens, so a few dozen long streams preempt for real.
@@ -30,7 +31,7 @@ def feature_args(lora_dir: Path) -> tuple[str, ...]:
     ngram = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 2}
     return (
         "--speculative-config", json.dumps(ngram),
-        "--enable-lora", "--max-lora-rank", "8", "--lora-modules", f"{TINY_LORA_NAME}={lora_dir}",
+        "--enable-lora", "--max-lora-rank", str(TINY_LORA_RANK), "--lora-modules", f"{TINY_LORA_NAME}={lora_dir}",
         "--kv-cache-metrics", "--kv-cache-metrics-sample", "1.0",
         "--enable-mfu-metrics",
     )  # fmt: skip

@@ -147,9 +147,11 @@ def run_scenario(scenario: Scenario, source: str, target: Target, mon: Monitorin
         model=target.model,
         handle_signals=False,
     )
-    companion = _companion(scenario, target, mon, results_dir, notes)
-    load = BackgroundRun(scenario, opts, executor.start).begin()
+    companion: BackgroundRun | None = None
+    load: BackgroundRun | None = None
     try:
+        companion = _companion(scenario, target, mon, results_dir, notes)
+        load = BackgroundRun(scenario, opts, executor.start).begin()
         while load.running:
             load.join(0.5)
         try:
@@ -160,8 +162,9 @@ def run_scenario(scenario: Scenario, source: str, target: Target, mon: Monitorin
         load_end = time.time()
         _observe(scenario, mon, watcher, executor, start, load_end, scope)
     except BaseException:
-        load.stop()
-        load.join(30)
+        if load is not None:
+            load.stop()
+            load.join(30)
         executor.finish()
         watcher.stop()
         raise
@@ -236,7 +239,8 @@ def companion_duration(scenario: Scenario, mon: Monitoring) -> Duration:
     """A bound past the end of the scenario's load (its max_duration at most) and of the watching
     after it (to the last deadline, the actions' end, the grace period); it is stopped before."""
     load = max(scenario.limits.max_duration.total_seconds, scenario.deadline().total_seconds)
-    return Duration.parse(f"{math.ceil(load + mon.action_timeout_s + mon.grace_s)}s")
+    margin = 60  # polls, judging, writing: the companion is stopped explicitly well before
+    return Duration.parse(f"{math.ceil(load + mon.action_timeout_s + mon.grace_s + margin)}s")
 
 
 def _stop_companion(companion: BackgroundRun | None, notes: list[str]) -> None:

@@ -86,6 +86,12 @@ def with_stage(**stage: Any) -> dict[str, Any]:
             "no companion",
         ),
         (BASE | {"companion": {"rate": 0}}, "companion.rate", "greater than 0"),
+        (BASE | {"companion": {"rate": 21}}, "companion.rate", "less than or equal to 20"),
+        (
+            BASE | {"companion": {"rate": 1}, "limits": {"max_duration": "5h1m", "max_requests": 100}},
+            "limits.max_duration",
+            "at most 5h",
+        ),
         (paused_then_resolved(within="5s", after="a"), "expect.resolve.0.after", "not an action"),
         (paused_then_resolved(within="10m", after="f"), "expect.resolve.0.within", "ends before 10m"),
         (BASE | {"actions": [{"name": "a", "at": "5s", "do": "target_down"}]}, "stages", "unique"),
