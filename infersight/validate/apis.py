@@ -11,6 +11,7 @@ import urllib.parse
 from typing import Any
 
 from infersight.deploy import http
+from infersight.durations import Duration
 
 
 class ApiError(RuntimeError):
@@ -61,6 +62,30 @@ class PrometheusApi(_Client):
         """Every alerting rule loaded (``/api/v1/rules?type=alert``)."""
         groups = self._data("/api/v1/rules", {"type": "alert"})["groups"]
         return [rule for group in groups for rule in group["rules"] if rule.get("type") == "alerting"]
+
+    def scrape_interval_s(self, instance: str) -> float | None:
+        """How often the targets with this ``instance`` label are scraped (the longest; None: none is)."""
+        path = "/api/v1/targets"
+        try:
+            active = self._data(path, {"state": "active"})["activeTargets"]
+            found = [
+                Duration.parse(t["scrapeInterval"]).total_seconds
+                for t in active
+                if t["labels"].get("instance") == instance
+            ]
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise ApiError(f"{self.url}{path}: not a list of targets with their scrape intervals ({exc})") from None
+        return max(found, default=None)
+
+    def evaluation_interval_s(self, alert: str) -> float | None:
+        """The evaluation interval of the rule group holding the alerting rule ``alert`` (None: none does)."""
+        path = "/api/v1/rules"
+        try:
+            groups = self._data(path, {"type": "alert"})["groups"]
+            found = [float(g["interval"]) for g in groups if any(r["name"] == alert for r in g["rules"])]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ApiError(f"{self.url}{path}: not a list of rule groups with their intervals ({exc})") from None
+        return max(found, default=None)
 
     def query(self, expr: str, at: float | None = None) -> list[dict[str, Any]]:
         params = {"query": expr} | ({"time": f"{at:.3f}"} if at is not None else {})

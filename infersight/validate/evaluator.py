@@ -15,7 +15,9 @@ Definitions (stated in the report too):
   fault it undoes was not detected);
 - a ``quiet`` expectation is broken by a matching alert firing at any moment of its stages (all of
   the scenario when none are named); with ``of: companion`` the alerts judged are those about the
-  companion load's model, and without a companion load it is skipped;
+  companion load's model, and without a companion load it is skipped; it is skipped too when every
+  companion alert that fired was right about the companion's own traffic (a starved server that
+  finished nothing: see companion_stall), with the reason;
 - healthy traffic is the part of a scenario before its first fault (all of it when it has none);
   a false positive is any alert that starts firing during healthy traffic.
 """
@@ -32,6 +34,7 @@ from infersight.validate.timeline import ActionOutcome, AlertInterval
 
 Status = Literal["met", "missed", "skipped"]
 Scope = Callable[[AlertInterval], bool]
+Excuse = Callable[[AlertInterval], "str | None"]
 
 
 @dataclass(frozen=True)
@@ -228,14 +231,21 @@ def _resolve(
     return result
 
 
-def _quiet(exp: ExpectQuiet, window: RunWindow, intervals: Sequence[AlertInterval]) -> ExpectationResult:
+def _quiet(
+    exp: ExpectQuiet, window: RunWindow, intervals: Sequence[AlertInterval], excuse: Excuse = lambda _: None
+) -> ExpectationResult:
+    """``excuse`` gives the reason an alert that fired was right after all (None: it was not)."""
     spans = [(s.start, s.end) for s in window.stages if s.name in exp.during] or [(window.start, window.end)]
-    offenders = []
+    offenders, reasons = [], []
     for i in intervals:
         if matches(i, exp) and not carried_over(i, window) and any(i.firing_overlaps(a, b) for a, b in spans):
             assert i.firing_at is not None
             offenders.append(f"{i.describe()} fired at +{i.firing_at - window.start:.1f}s")
+            reasons.append(excuse(i))
     where = f"during {', '.join(exp.during)}" if exp.during else "during the whole scenario"
+    if offenders and all(reasons):
+        detail = f"fired {where}, but rightly: {reasons[0]}"
+        return ExpectationResult("quiet", exp.label, "skipped", detail, during=tuple(exp.during), offenders=offenders)
     if offenders:
         return ExpectationResult(
             "quiet", exp.label, "missed", f"fired {where}", during=tuple(exp.during), offenders=offenders
@@ -251,9 +261,11 @@ def evaluate(
     scope: Scope = lambda _: True,
     watch_alertmanager: bool = True,
     companion_scope: Scope | None = None,
+    companion_excuse: Excuse = lambda _: None,
 ) -> ScenarioVerdict:
     """Judge one scenario. ``scope`` drops alerts about something else (another vLLM target);
-    ``companion_scope`` keeps those about the companion load's model (None: it did not run)."""
+    ``companion_scope`` keeps those about the companion load's model (None: it did not run);
+    ``companion_excuse`` says why one of those was right (the companion's own traffic collapsed)."""
     mine = [i for i in intervals if scope(i)]
     fault_map = faults(scenario, window, outcomes)
     expectations: list[ExpectationResult] = []
@@ -270,7 +282,7 @@ def evaluate(
                     )
                 )
             else:
-                result = _quiet(quiet, window, [i for i in intervals if companion_scope(i)])
+                result = _quiet(quiet, window, [i for i in intervals if companion_scope(i)], companion_excuse)
                 result.selector += " of the companion"
                 expectations.append(result)
     start, end = healthy_span(window, fault_map.values())

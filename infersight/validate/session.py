@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from infersight.alerts.serving import TRAFFIC_STOP
 from infersight.config import Config
 from infersight.deploy import http
 from infersight.durations import Duration
@@ -28,7 +29,7 @@ from infersight.loadgen.background import BackgroundRun
 from infersight.loadgen.prompts import Vocabulary
 from infersight.loadgen.scenario import Scenario
 from infersight.loadgen.target import TargetError
-from infersight.validate import evaluator, monitoring_health, series
+from infersight.validate import companion_stall, evaluator, monitoring_health, series
 from infersight.validate.actions import ActionExecutor
 from infersight.validate.apis import AlertmanagerApi, ApiError, PrometheusApi
 from infersight.validate.controls import Controls
@@ -181,7 +182,14 @@ def run_scenario(scenario: Scenario, source: str, target: Target, mon: Monitorin
         else None
     )
     verdict = evaluator.evaluate(
-        scenario, window, outcomes, every, scope, mon.alertmanager is not None, companion_scope
+        scenario,
+        window,
+        outcomes,
+        every,
+        scope,
+        mon.alertmanager is not None,
+        companion_scope,
+        _companion_excuse(companion, target.companion, mon),
     )
     panel_data, errors = series.fetch(mon.prometheus, series.panels(mon.cfg, target.instance), start - 5, end)
     notes += [f"series not read: {e}" for e in errors]
@@ -241,6 +249,30 @@ def companion_duration(scenario: Scenario, mon: Monitoring) -> Duration:
     load = max(scenario.limits.max_duration.total_seconds, scenario.deadline().total_seconds)
     margin = 60  # polls, judging, writing: the companion is stopped explicitly well before
     return Duration.parse(f"{math.ceil(load + mon.action_timeout_s + mon.grace_s + margin)}s")
+
+
+def _companion_excuse(companion: BackgroundRun | None, other: Target | None, mon: Monitoring) -> evaluator.Excuse:
+    """Why a TrafficStop about the companion's model was right: its own requests stopped finishing.
+    The scrape and evaluation intervals are Prometheus's own (the config's, scaled, if it cannot say)."""
+    if companion is None or companion.outcome is None or other is None:
+        return lambda _: None
+    try:
+        scrape_s = mon.prometheus.scrape_interval_s(other.instance)
+        evaluation_s = mon.prometheus.evaluation_interval_s(TRAFFIC_STOP)
+    except ApiError:
+        scrape_s = evaluation_s = None
+    intervals = mon.cfg.intervals
+    rule = companion_stall.StallRule.of(
+        mon.cfg,
+        mon.time_scale,
+        scrape_s or intervals.scrape.scaled(mon.time_scale).total_seconds,
+        evaluation_s or intervals.evaluation.scaled(mon.time_scale).total_seconds,
+    )
+    try:
+        done = companion_stall.read_completions(companion.outcome.csv_path, companion.start_time)
+    except (OSError, ValueError, KeyError):  # its results unreadable: nothing excuses the alert
+        return lambda _: None
+    return companion_stall.excuse(rule, done, companion.start_time)
 
 
 def _stop_companion(companion: BackgroundRun | None, notes: list[str]) -> None:

@@ -43,6 +43,8 @@ def test_watcher_sees_a_real_alert_through_pending_firing_and_alertmanager(tmp_p
         end = time.time()
         after = monitoring_health.rule_iterations(stack.prometheus.url)
         failed, scrapes = monitoring_health.failed_scrapes(prom, start, end)
+        scrape_s, evaluation_s = prom.scrape_interval_s(dead), prom.evaluation_interval_s(serving_alerts.TARGET_DOWN)
+        unknown = prom.evaluation_interval_s("NoSuchAlert")
     (down,) = [i for i in watcher.intervals() if i.name == serving_alerts.TARGET_DOWN]
     assert down.labels["instance"] == dead and down.severity == "critical"
     assert down.firing_at is not None and down.received_at is not None
@@ -52,3 +54,5 @@ def test_watcher_sees_a_real_alert_through_pending_firing_and_alertmanager(tmp_p
     assert watcher.errors == [] and watcher.polls > 10
     assert before is not None and after is not None and (after - before).total > 0
     assert failed["vllm"] == scrapes["vllm"] > 3  # every scrape of the dead target failed
+    # What the companion-stall check reads: 1m scrape and evaluation at time scale 60.
+    assert (scrape_s, evaluation_s, unknown) == (1.0, 1.0, None)

@@ -17,8 +17,6 @@ of CI. Run under the heavy lock: ``flock /tmp/infersight-heavy.lock pytest tests
 
 from __future__ import annotations
 
-import csv
-import itertools
 import json
 import threading
 import time
@@ -161,22 +159,17 @@ def test_traffic_stop_then_a_frozen_engine_then_stopping_the_target_each_fire_th
     data = results(tmp_path)
     stop, hung, down = data["scenarios"]
     companion_quiet = stop["expectations"][2]
-    starved = companion_quiet["status"] == "missed"
-    if starved:
-        # Right, not a false alarm, when the companion's server itself stopped completing requests
-        # for the alert's rate window plus its for: (the shared 2-core host can starve it that long).
-        gap = longest_completion_gap(tmp_path / "results" / "traffic_stop" / "companion" / "requests.csv")
-        a = CFG.alerts.serving.traffic_stop
-        needed = CFG.scaled(CFG.intervals.rate).total_seconds + CFG.scaled(a.for_).total_seconds
-        assert gap >= needed, f"companion's model alerted while it completed requests (gap {gap:.1f}s)"
-        print(f"the companion's server completed nothing for {gap:.1f}s: its TrafficStop was right")
-        companion_quiet["status"] = "met"
+    # Skipped, with the reason, only when the companion's own server finished (almost) nothing for
+    # the alert's windows and for: (the 2-core host can starve it that long); tests/validate/
+    # test_companion_stall.py holds that judgement to false alarms.
+    starved = companion_quiet["status"] == "skipped"
+    assert not starved or "did collapse" in companion_quiet["detail"], companion_quiet
     # The stopped model's alert, quiet during its traffic, and quiet for the companion's model
     # that kept its load; its engine idle, not hung.
     assert [(e["kind"], e["selector"], e["status"]) for e in stop["expectations"]] == [
         ("fire", "alert InfersightVLLMTrafficStop", "met"),
         ("quiet", "alert InfersightVLLMTrafficStop", "met"),
-        ("quiet", "alert InfersightVLLMTrafficStop of the companion", "met"),
+        ("quiet", "alert InfersightVLLMTrafficStop of the companion", "skipped" if starved else "met"),
         ("quiet", "alert InfersightVLLMHungEngine", "met"),
     ], stop["expectations"]
     assert stop["expectations"][0]["received_s"] is not None
@@ -199,14 +192,7 @@ def test_traffic_stop_then_a_frozen_engine_then_stopping_the_target_each_fire_th
     assert fire["status"] == "met", fire["detail"]
     assert fire["ttd_s"] < 20 and fire["received_s"] is not None
     assert not dense_vllm.alive
-    assert (data["passed"] and code == 0) or (starved and code == 1)
-
-
-def longest_completion_gap(requests_csv: Path) -> float:
-    """The longest time between two successive finished requests of a load generator run."""
-    with requests_csv.open() as f:
-        done = sorted(float(r["sent_s"]) + float(r["e2e_s"]) for r in csv.DictReader(f) if r["status"] == "200")
-    return max((b - a for a, b in itertools.pairwise(done)), default=0.0)
+    assert data["passed"] and code == 0
 
 
 def test_healthy_stays_quiet_and_overload_fires_in_time(

@@ -151,3 +151,19 @@ def test_target_up_is_not_ready_because_a_redirect_target_answers() -> None:
         with pytest.raises(ControlError, match="timed out"):
             wait_for_models(target.url, timeout_s=1)
         assert elsewhere.requests == []
+
+
+def test_interval_answers_of_the_wrong_shape_are_one_api_error() -> None:
+    targets = Reply.json(
+        {
+            "status": "success",
+            "data": {"activeTargets": [{"labels": {"instance": "127.0.0.1:8000"}, "scrapeInterval": "1.5s"}]},
+        }
+    )
+    rules = Reply.json({"status": "success", "data": {"groups": [{"rules": [{"name": "X"}], "interval": "often"}]}})
+    with routes_server({"/api/v1/targets": targets, "/api/v1/rules": rules}) as prometheus:
+        api = PrometheusApi(prometheus.url)
+        with pytest.raises(ApiError, match="/api/v1/targets: not a list of targets with their scrape intervals"):
+            api.scrape_interval_s("127.0.0.1:8000")
+        with pytest.raises(ApiError, match="/api/v1/rules: not a list of rule groups with their intervals"):
+            api.evaluation_interval_s("X")
