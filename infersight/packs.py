@@ -20,6 +20,7 @@ from infersight.alerts import gpu as gpu_alerts
 from infersight.alerts import kv_cache as kv_cache_alerts
 from infersight.alerts import moe as moe_alerts
 from infersight.alerts import serving as serving_alerts
+from infersight.alerts import spec_decode as spec_decode_alerts
 from infersight.config import Config
 from infersight.config.gpu import NEEDED_DCGM_FIELDS
 from infersight.dashboards import autoscaling as autoscaling_dashboards
@@ -27,11 +28,13 @@ from infersight.dashboards import gpu as gpu_dashboards
 from infersight.dashboards import kv_cache as kv_cache_dashboards
 from infersight.dashboards import moe as moe_dashboards
 from infersight.dashboards import serving as serving_dashboards
+from infersight.dashboards import spec_decode as spec_decode_dashboards
 from infersight.recording_rules import autoscaling as autoscaling_rules
 from infersight.recording_rules import gpu as gpu_rules
 from infersight.recording_rules import kv_cache as kv_cache_rules
 from infersight.recording_rules import moe as moe_rules
 from infersight.recording_rules import serving as serving_rules
+from infersight.recording_rules import spec_decode as spec_decode_rules
 from infersight.rules import RuleGroup
 
 GroupsBuilder = Callable[[Config], list[RuleGroup]]
@@ -105,6 +108,21 @@ PACKS: tuple[Pack, ...] = (
         recording_groups=kv_cache_rules.groups,
         alert_groups=kv_cache_alerts.groups,
         dashboards=kv_cache_dashboards.dashboards,
+    ),
+    Pack(
+        "spec_decode",
+        config_sections=("spec_decode",),
+        reads=frozenset(
+            {
+                spec_decode_rules.ACCEPTED_METRIC,
+                spec_decode_rules.DRAFT_TOKENS_METRIC,
+                spec_decode_rules.DRAFTS_METRIC,
+                spec_decode_rules.PER_POSITION_METRIC,
+            }
+        ),
+        recording_groups=spec_decode_rules.groups,
+        alert_groups=spec_decode_alerts.groups,
+        dashboards=spec_decode_dashboards.dashboards,
     ),
     Pack(
         "moe",

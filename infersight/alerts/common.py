@@ -30,3 +30,21 @@ def tuned_alert(
         description=description,
         runbook_url=conventions.runbook_url(cfg.alerts.runbook_base_url, name),
     )
+
+
+def collapse(
+    current: str,
+    baseline: str,
+    by: tuple[str, ...],
+    drop_fraction: float,
+    min_baseline: float,
+    volume: str,
+    min_volume: float,
+) -> str:
+    """A ratio under ``(1 - drop_fraction)`` of its own baseline, judged only where the baseline had
+    something to lose and enough ``volume`` (the ratio's denominator) flows now to trust it."""
+    return (
+        f"{current}\n< {num(1 - drop_fraction)} * {baseline}\n"
+        f"and {on(by)}\n{baseline} > {num(min_baseline)}\n"
+        f"and {on(by)}\n{volume} > {num(min_volume)}"
+    )

@@ -4,7 +4,7 @@ prefix-cache hit collapse and KV-cache thrash."""
 from __future__ import annotations
 
 from infersight import conventions
-from infersight.alerts.common import num, on, tuned_alert
+from infersight.alerts.common import collapse, num, on, tuned_alert
 from infersight.config import Config
 from infersight.recording_rules import kv_cache as kv_rules
 from infersight.recording_rules import serving as serving_rules
@@ -71,11 +71,14 @@ def _prefix_collapse(cfg: Config) -> Alert:
     a = cfg.kv_cache.alerts.prefix_collapse
     baseline = f"({kv_rules.prefix_hit_ratio(a.baseline_window)} offset {cfg.scaled(a.baseline_offset)})"
     current = kv_rules.prefix_hit_ratio(cfg.intervals.rate)
-    by_instance = on(conventions.INSTANCE)
-    expr = (
-        f"{current}\n< {num(1 - a.drop_fraction)} * {baseline}\n"
-        f"and {by_instance}\n{baseline} > {num(a.min_baseline_ratio)}\n"
-        f"and {by_instance}\n{kv_rules.prefix_queries(cfg)} > {num(a.min_queries_per_second)}"
+    expr = collapse(
+        current,
+        baseline,
+        conventions.INSTANCE,
+        a.drop_fraction,
+        a.min_baseline_ratio,
+        kv_rules.prefix_queries(cfg),
+        a.min_queries_per_second,
     )
     return tuned_alert(
         cfg,

@@ -68,11 +68,13 @@ from infersight.config.serving import (
     TrafficStopAlert,
     thresholds_off_buckets,
 )
+from infersight.config.spec_decode import AcceptanceCollapseAlert, SpecDecode, SpecDecodeAlerts
 from infersight.durations import Duration
 from infersight.inputs import InputError, read_yaml, validate
 
 __all__ = [
     "GPU",
+    "AcceptanceCollapseAlert",
     "AlertRule",
     "Alerts",
     "AvailabilitySLO",
@@ -122,6 +124,8 @@ __all__ = [
     "Selectors",
     "ServingAlerts",
     "Severity",
+    "SpecDecode",
+    "SpecDecodeAlerts",
     "TrafficStopAlert",
     "default_data",
     "load_config",
@@ -152,6 +156,7 @@ class Config(Strict):
     alerts: Alerts = Alerts()
     dashboards: Dashboards = Dashboards()
     kv_cache: KVCache = KVCache()
+    spec_decode: SpecDecode = SpecDecode()
     moe: MoE = MoE()
     deploy: Deploy = Deploy()
     gpu: GPU = GPU()

@@ -115,7 +115,9 @@ def timeseries(
     min_val: float | None = 0,
     max_val: float | None = None,
     stacked: bool = False,
+    no_value: str | None = None,
 ) -> TimeseriesPanel:
+    """``no_value``: what the panel says instead of "No data", e.g. the flag its series need."""
     panel = (
         _basics(TimeseriesPanel(), title, description, unit, queries, width, height)
         .fill_opacity(10)
@@ -133,6 +135,8 @@ def timeseries(
         panel = panel.max(max_val)
     if stacked:
         panel = panel.stacking(common_builders.StackingConfig().mode(StackingMode.NORMAL))
+    if no_value is not None:
+        panel = panel.no_value(no_value)
     return panel
 
 

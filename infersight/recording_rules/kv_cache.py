@@ -14,6 +14,7 @@ from infersight.conventions import ENGINE, INSTANCE, MODEL, QUANTILES
 from infersight.durations import Duration
 from infersight.recording_rules import serving as serving_rules
 from infersight.recording_rules.histograms import quantile_rules
+from infersight.recording_rules.ratios import counter_ratio
 from infersight.rules import RecordingRule, RuleGroup
 
 KV_USAGE = "vllm:kv_cache_usage_perc"
@@ -158,14 +159,14 @@ def _prefix_rules(cfg: Config) -> list[RecordingRule]:
     ]
     baseline = cfg.kv_cache.alerts.prefix_collapse.baseline_window
     if baseline != cfg.intervals.rate:
-        bw = cfg.scaled(baseline)
         rules.append(
-            RecordingRule(
+            counter_ratio(
+                cfg,
                 prefix_hit_ratio(baseline),
-                promql.ratio(
-                    promql.sum_by(INSTANCE, promql.rate("vllm:prefix_cache_hits_total", bw, sel)),
-                    promql.sum_by(INSTANCE, promql.rate("vllm:prefix_cache_queries_total", bw, sel)),
-                ),
+                "vllm:prefix_cache_hits_total",
+                "vllm:prefix_cache_queries_total",
+                baseline,
+                INSTANCE,
             )
         )
     return rules

@@ -134,7 +134,7 @@ local f = import 'lib/format.libsonnet';
           },
           {
             "record": "instance:vllm_prefix_cache_hits:ratio_rate" + f.duration($._config["kv_cache.alerts.prefix_collapse.baseline_window"]),
-            "expr": "(sum by (job, instance, model_name) ((rate(vllm:prefix_cache_hits_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["kv_cache.alerts.prefix_collapse.baseline_window"]) + "]) or rate(vllm:gpu_prefix_cache_hits_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["kv_cache.alerts.prefix_collapse.baseline_window"]) + "]))))\n/\n(sum by (job, instance, model_name) ((rate(vllm:prefix_cache_queries_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["kv_cache.alerts.prefix_collapse.baseline_window"]) + "]) or rate(vllm:gpu_prefix_cache_queries_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["kv_cache.alerts.prefix_collapse.baseline_window"]) + "]))))",
+            "expr": "(sum by (job, instance, model_name) ((rate(vllm:prefix_cache_hits_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["kv_cache.alerts.prefix_collapse.baseline_window"]) + "]) or rate(vllm:gpu_prefix_cache_hits_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["kv_cache.alerts.prefix_collapse.baseline_window"]) + "]))))\n/\n((sum by (job, instance, model_name) ((rate(vllm:prefix_cache_queries_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["kv_cache.alerts.prefix_collapse.baseline_window"]) + "]) or rate(vllm:gpu_prefix_cache_queries_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["kv_cache.alerts.prefix_collapse.baseline_window"]) + "])))) > 0)",
           },
         ],
       },
@@ -634,6 +634,48 @@ local f = import 'lib/format.libsonnet';
             "labels": {
               "slo": "itl",
             },
+          },
+        ],
+      },
+      {
+        "name": "infersight-spec-decode.rules",
+        "interval": f.duration($._config["intervals.evaluation"]),
+        "rules": [
+          {
+            "record": "instance:vllm_spec_decode_num_drafts:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, instance, model_name) (rate(vllm:spec_decode_num_drafts_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+          {
+            "record": "instance:vllm_spec_decode_num_draft_tokens:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, instance, model_name) (rate(vllm:spec_decode_num_draft_tokens_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+          {
+            "record": "instance:vllm_spec_decode_num_accepted_tokens:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, instance, model_name) (rate(vllm:spec_decode_num_accepted_tokens_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+          {
+            "record": "instance:vllm_spec_decode_acceptance:ratio_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "(instance:vllm_spec_decode_num_accepted_tokens:rate" + f.duration($._config["intervals.rate"]) + ")\n/\n((instance:vllm_spec_decode_num_draft_tokens:rate" + f.duration($._config["intervals.rate"]) + ") > 0)",
+          },
+          {
+            "record": "model:vllm_spec_decode_acceptance:ratio_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "(sum by (job, model_name) (instance:vllm_spec_decode_num_accepted_tokens:rate" + f.duration($._config["intervals.rate"]) + "))\n/\n((sum by (job, model_name) (instance:vllm_spec_decode_num_draft_tokens:rate" + f.duration($._config["intervals.rate"]) + ")) > 0)",
+          },
+          {
+            "record": "instance:vllm_spec_decode_accepted_length:mean_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "1 + (instance:vllm_spec_decode_num_accepted_tokens:rate" + f.duration($._config["intervals.rate"]) + ")\n/\n((instance:vllm_spec_decode_num_drafts:rate" + f.duration($._config["intervals.rate"]) + ") > 0)",
+          },
+          {
+            "record": "model:vllm_spec_decode_accepted_length:mean_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "1 + (sum by (job, model_name) (instance:vllm_spec_decode_num_accepted_tokens:rate" + f.duration($._config["intervals.rate"]) + "))\n/\n((sum by (job, model_name) (instance:vllm_spec_decode_num_drafts:rate" + f.duration($._config["intervals.rate"]) + ")) > 0)",
+          },
+          {
+            "record": "model_position:vllm_spec_decode_acceptance:ratio_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, model_name, position) (rate(vllm:spec_decode_num_accepted_tokens_per_pos_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))\n/ on (job, model_name) group_left ()\n((sum by (job, model_name) (instance:vllm_spec_decode_num_drafts:rate" + f.duration($._config["intervals.rate"]) + ")) > 0)",
+          },
+          {
+            "record": "instance:vllm_spec_decode_acceptance:ratio_rate" + f.duration($._config["spec_decode.alerts.acceptance_collapse.baseline_window"]),
+            "expr": "(sum by (job, instance, model_name) (rate(vllm:spec_decode_num_accepted_tokens_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["spec_decode.alerts.acceptance_collapse.baseline_window"]) + "])))\n/\n((sum by (job, instance, model_name) (rate(vllm:spec_decode_num_draft_tokens_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["spec_decode.alerts.acceptance_collapse.baseline_window"]) + "]))) > 0)",
           },
         ],
       },

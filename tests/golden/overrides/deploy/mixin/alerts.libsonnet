@@ -536,6 +536,26 @@ local f = import 'lib/format.libsonnet';
           },
         ],
       },
+      {
+        "name": "infersight-spec-decode.alerts",
+        "interval": f.duration($._config["intervals.evaluation"]),
+        "rules": [
+          {
+            "alert": "InfersightVLLMDraftAcceptanceCollapse",
+            "expr": "instance:vllm_spec_decode_acceptance:ratio_rate" + f.duration($._config["intervals.rate"]) + "\n< 0.5 * (instance:vllm_spec_decode_acceptance:ratio_rate" + f.duration($._config["spec_decode.alerts.acceptance_collapse.baseline_window"]) + " offset " + f.duration($._config["spec_decode.alerts.acceptance_collapse.baseline_offset"]) + ")\nand on (job, instance, model_name)\n(instance:vllm_spec_decode_acceptance:ratio_rate" + f.duration($._config["spec_decode.alerts.acceptance_collapse.baseline_window"]) + " offset " + f.duration($._config["spec_decode.alerts.acceptance_collapse.baseline_offset"]) + ") > " + f.repr($._config["spec_decode.alerts.acceptance_collapse.min_baseline_ratio"]) + "\nand on (job, instance, model_name)\ninstance:vllm_spec_decode_num_draft_tokens:rate" + f.duration($._config["intervals.rate"]) + " > " + f.g6($._config["spec_decode.alerts.acceptance_collapse.min_draft_tokens_per_second"]),
+            "for": f.duration($._config["spec_decode.alerts.acceptance_collapse.for"]),
+            "labels": {
+              "component": "serving",
+              "severity": "warning",
+            },
+            "annotations": {
+              "summary": "A vLLM server's speculative-decoding acceptance rate collapsed against its own baseline.",
+              "description": "The draft acceptance rate of {{ $labels.model_name }} on {{ $labels.instance }} fell to {{ $value | humanizePercentage }} over " + f.duration($._config["intervals.rate"]) + ", under 50% of its rate over " + f.duration($._config["spec_decode.alerts.acceptance_collapse.baseline_window"]) + " ending " + f.duration($._config["spec_decode.alerts.acceptance_collapse.baseline_offset"]) + " ago: the drafter's proposals cost verification and are mostly rejected.",
+              "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightvllmdraftacceptancecollapse",
+            },
+          },
+        ],
+      },
     ],
   },
 }

@@ -6332,5 +6332,591 @@ local f = import 'lib/format.libsonnet';
       "uid": "acme-vllm-overview",
       "version": 1,
     },
+    "vllm-spec-decode.json": {
+      "annotations": {},
+      "description": "Draft acceptance and token flow of the vLLM servers started with --speculative-config.",
+      "editable": true,
+      "fiscalYearStartMonth": 0,
+      "graphTooltip": 1,
+      "panels": [
+        {
+          "collapsed": false,
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 0,
+          },
+          "id": 1,
+          "panels": [],
+          "title": "Acceptance",
+          "type": "row",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Accepted over proposed draft tokens. The speedup comes from accepted tokens; a falling rate means the drafter's guesses stopped matching the model (new traffic, a changed model or draft model).",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "max": 1,
+              "min": 0,
+              "noValue": "No speculative decoding here: vLLM exports vllm:spec_decode_* only when started with --speculative-config",
+              "unit": "percentunit",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 0,
+            "y": 1,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_spec_decode_acceptance:ratio_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "{{model_name}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Draft acceptance rate per model",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 2,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Each server's rate, and the baseline InfersightVLLMDraftAcceptanceCollapse holds it to: its rate over " + f.duration($._config["spec_decode.alerts.acceptance_collapse.baseline_window"]) + " ending " + f.duration($._config["spec_decode.alerts.acceptance_collapse.baseline_offset"]) + " ago. The alert fires under 50% of the baseline.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "max": 1,
+              "min": 0,
+              "noValue": "No speculative decoding here: vLLM exports vllm:spec_decode_* only when started with --speculative-config",
+              "unit": "percentunit",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 8,
+            "y": 1,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "instance:vllm_spec_decode_acceptance:ratio_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}",
+              "legendFormat": "{{model_name}} @ {{instance}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "instance:vllm_spec_decode_acceptance:ratio_rate" + f.duration($._config["spec_decode.alerts.acceptance_collapse.baseline_window"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"} offset " + f.duration($._config["spec_decode.alerts.acceptance_collapse.baseline_offset"]),
+              "legendFormat": "{{model_name}} @ {{instance}} baseline",
+              "refId": "B",
+            },
+          ],
+          "title": "Draft acceptance rate per server, and its baseline",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 3,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Tokens each verification step yields: 1 + accepted draft tokens per draft. 1 means the drafts bring nothing; the most is 1 + the draft length (num_speculative_tokens).",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No speculative decoding here: vLLM exports vllm:spec_decode_* only when started with --speculative-config",
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 16,
+            "y": 1,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_spec_decode_accepted_length:mean_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "{{model_name}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Mean accepted length",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 4,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "How often the token at each position of the draft was accepted, per draft. Later positions are accepted only after every earlier one: a steep fall says a shorter draft (num_speculative_tokens) would waste less verification.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "max": 1,
+              "min": 0,
+              "noValue": "No speculative decoding here: vLLM exports vllm:spec_decode_* only when started with --speculative-config",
+              "unit": "percentunit",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 24,
+            "x": 0,
+            "y": 9,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model_position:vllm_spec_decode_acceptance:ratio_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "{{model_name}} position {{position}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Acceptance by draft position",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 5,
+        },
+        {
+          "collapsed": false,
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 17,
+          },
+          "id": 6,
+          "panels": [],
+          "title": "Token flow",
+          "type": "row",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Per model: tokens the drafter proposed, those the model accepted and rejected (each costs verification compute), and the tokens the model emitted (accepted drafts included).",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No speculative decoding here: vLLM exports vllm:spec_decode_* only when started with --speculative-config",
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 0,
+            "y": 18,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, model_name) (instance:vllm_spec_decode_num_draft_tokens:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})",
+              "legendFormat": "{{model_name}} proposed",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, model_name) (instance:vllm_spec_decode_num_accepted_tokens:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})",
+              "legendFormat": "{{model_name}} accepted",
+              "refId": "B",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, model_name) (instance:vllm_spec_decode_num_draft_tokens:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})\n- sum by (job, model_name) (instance:vllm_spec_decode_num_accepted_tokens:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})",
+              "legendFormat": "{{model_name}} rejected",
+              "refId": "C",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, model_name) (instance:vllm_generation_tokens:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}) and on (job, model_name) sum by (job, model_name) (instance:vllm_spec_decode_num_draft_tokens:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})",
+              "legendFormat": "{{model_name}} emitted",
+              "refId": "D",
+            },
+          ],
+          "title": "Draft tokens against verified tokens",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 7,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Share of the tokens emitted that were accepted drafts: the part of the output the drafter saved a full forward step for.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "max": 1,
+              "min": 0,
+              "noValue": "No speculative decoding here: vLLM exports vllm:spec_decode_* only when started with --speculative-config",
+              "unit": "percentunit",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 12,
+            "y": 18,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "(sum by (job, model_name) (instance:vllm_spec_decode_num_accepted_tokens:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}))\n/\n((sum by (job, model_name) (instance:vllm_generation_tokens:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})) > 0)",
+              "legendFormat": "{{model_name}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Output from accepted drafts",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 8,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Drafts proposed per second per server: one per running request per step while speculative decoding is on.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No speculative decoding here: vLLM exports vllm:spec_decode_* only when started with --speculative-config",
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 0,
+            "y": 26,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "instance:vllm_spec_decode_num_drafts:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}",
+              "legendFormat": "{{model_name}} @ {{instance}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Draft rounds",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 9,
+        },
+      ],
+      "refresh": "30s",
+      "schemaVersion": 42,
+      "tags": [
+        "infersight",
+        "vllm",
+      ],
+      "templating": {
+        "list": [
+          {
+            "allowCustomValue": true,
+            "auto": false,
+            "auto_count": 30,
+            "auto_min": "10s",
+            "current": {
+              "selected": true,
+              "text": "prometheus",
+              "value": "prometheus",
+            },
+            "includeAll": false,
+            "label": "Data source",
+            "multi": false,
+            "name": "datasource",
+            "query": "prometheus",
+            "skipUrlSync": false,
+            "type": "datasource",
+          },
+          {
+            "allValue": ".*",
+            "allowCustomValue": true,
+            "auto": false,
+            "auto_count": 30,
+            "auto_min": "10s",
+            "current": {
+              "selected": true,
+              "text": [
+                "All",
+              ],
+              "value": [
+                "$__all",
+              ],
+            },
+            "datasource": {
+              "type": "prometheus",
+              "uid": "${datasource}",
+            },
+            "definition": "label_values(instance:vllm_spec_decode_num_draft_tokens:rate" + f.duration($._config["intervals.rate"]) + ", job)",
+            "includeAll": true,
+            "label": "job",
+            "multi": true,
+            "name": "job",
+            "query": "label_values(instance:vllm_spec_decode_num_draft_tokens:rate" + f.duration($._config["intervals.rate"]) + ", job)",
+            "refresh": 2,
+            "skipUrlSync": false,
+            "sort": 1,
+            "type": "query",
+          },
+          {
+            "allValue": ".*",
+            "allowCustomValue": true,
+            "auto": false,
+            "auto_count": 30,
+            "auto_min": "10s",
+            "current": {
+              "selected": true,
+              "text": [
+                "All",
+              ],
+              "value": [
+                "$__all",
+              ],
+            },
+            "datasource": {
+              "type": "prometheus",
+              "uid": "${datasource}",
+            },
+            "definition": "label_values(instance:vllm_spec_decode_num_draft_tokens:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\"}, model_name)",
+            "includeAll": true,
+            "label": "model_name",
+            "multi": true,
+            "name": "model_name",
+            "query": "label_values(instance:vllm_spec_decode_num_draft_tokens:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\"}, model_name)",
+            "refresh": 2,
+            "skipUrlSync": false,
+            "sort": 1,
+            "type": "query",
+          },
+          {
+            "allValue": ".*",
+            "allowCustomValue": true,
+            "auto": false,
+            "auto_count": 30,
+            "auto_min": "10s",
+            "current": {
+              "selected": true,
+              "text": [
+                "All",
+              ],
+              "value": [
+                "$__all",
+              ],
+            },
+            "datasource": {
+              "type": "prometheus",
+              "uid": "${datasource}",
+            },
+            "definition": "label_values(instance:vllm_spec_decode_num_draft_tokens:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}, instance)",
+            "includeAll": true,
+            "label": "instance",
+            "multi": true,
+            "name": "instance",
+            "query": "label_values(instance:vllm_spec_decode_num_draft_tokens:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}, instance)",
+            "refresh": 2,
+            "skipUrlSync": false,
+            "sort": 1,
+            "type": "query",
+          },
+        ],
+      },
+      "time": {
+        "from": "now-3h",
+        "to": "now",
+      },
+      "timezone": "browser",
+      "title": "vLLM / Speculative decoding",
+      "uid": "acme-vllm-spec-decode",
+      "version": 1,
+    },
   },
 }

@@ -502,6 +502,26 @@ local f = import 'lib/format.libsonnet';
           },
         ],
       },
+      {
+        "name": "infersight-spec-decode.alerts",
+        "interval": "500ms",
+        "rules": [
+          {
+            "alert": "InfersightVLLMDraftAcceptanceCollapse",
+            "expr": "instance:vllm_spec_decode_acceptance:ratio_rate" + f.duration($._config["intervals.rate"]) + "\n< 0.5 * (instance:vllm_spec_decode_acceptance:ratio_rate1h offset 1m)\nand on (job, instance, model_name)\n(instance:vllm_spec_decode_acceptance:ratio_rate1h offset 1m) > " + f.repr($._config["spec_decode.alerts.acceptance_collapse.min_baseline_ratio"]) + "\nand on (job, instance, model_name)\ninstance:vllm_spec_decode_num_draft_tokens:rate" + f.duration($._config["intervals.rate"]) + " > " + f.g6($._config["spec_decode.alerts.acceptance_collapse.min_draft_tokens_per_second"]),
+            "for": "15s",
+            "labels": {
+              "component": "serving",
+              "severity": "warning",
+            },
+            "annotations": {
+              "summary": "A vLLM server's speculative-decoding acceptance rate collapsed against its own baseline.",
+              "description": "The draft acceptance rate of {{ $labels.model_name }} on {{ $labels.instance }} fell to {{ $value | humanizePercentage }} over 5s, under 50% of its rate over 1m ending 1m ago: the drafter's proposals cost verification and are mostly rejected.",
+              "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightvllmdraftacceptancecollapse",
+            },
+          },
+        ],
+      },
     ],
   },
 }

@@ -48,6 +48,8 @@
     "kv_cache.alerts.prefix_collapse.min_queries_per_second": 1.0,
     "kv_cache.alerts.thrash.usage_stddev": 0.1,
     "kv_cache.alerts.thrash.preemptions_per_second": 0.0,
+    "spec_decode.alerts.acceptance_collapse.min_baseline_ratio": 0.1,
+    "spec_decode.alerts.acceptance_collapse.min_draft_tokens_per_second": 1.0,
     "moe.min_expected_tokens_per_expert": 100.0,
     "moe.alerts.imbalance.variance_threshold": 0.0225,
     "gpu.alerts.memory_leak.for": "45m",
