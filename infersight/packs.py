@@ -72,6 +72,7 @@ _VLLM_SERVING = frozenset(
         "vllm:prompt_tokens_total",
         "vllm:generation_tokens_total",
         "vllm:kv_cache_usage_perc",
+        "vllm:engine_healthy",
         "http_requests_total",
         "up",
     }

@@ -55,6 +55,14 @@ def test_the_unit_tests_catch_a_traffic_stop_alert_that_fires_on_a_decline(tmp_p
 OUTLIER_FILE = Path(__file__).parent / "promtool" / "outlier.test.yaml"
 
 
+def test_the_unit_tests_catch_an_engine_unhealthy_alert_that_waits_too_long(tmp_path: Path) -> None:
+    cfg = parse_config({"alerts": {"serving": {"engine_unhealthy": {"for": "2m"}}}})
+    case = only_case(TEST_FILE, "an engine rank reporting unhealthy", tmp_path)
+    result = promtool_test(case, tmp_path / "b", cfg)
+    assert result.returncode != 0
+    assert serving_alerts.ENGINE_UNHEALTHY in result.stdout + result.stderr
+
+
 def test_outlier_replica_passes_promtool_unit_tests(tmp_path: Path) -> None:
     result = promtool_test(OUTLIER_FILE, tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr

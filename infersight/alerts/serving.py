@@ -17,6 +17,7 @@ METRICS_ABSENT = "InfersightVLLMMetricsAbsent"
 HUNG_ENGINE = "InfersightVLLMHungEngine"
 TRAFFIC_STOP = "InfersightVLLMTrafficStop"
 OUTLIER_REPLICA = "InfersightVLLMOutlierReplica"
+ENGINE_UNHEALTHY = "InfersightVLLMEngineUnhealthy"
 
 # Counters an engine with work advances at every step: decode tokens, finished prefills, finished requests.
 _PROGRESS = ("vllm:generation_tokens_total", "vllm:prompt_tokens_total", "vllm:request_success_total")
@@ -230,6 +231,23 @@ def _outlier_replica(cfg: Config) -> Alert:
     )
 
 
+def _engine_unhealthy(cfg: Config) -> Alert:
+    """The engine rank's own verdict under vLLM's fault tolerance; the series exists only with it on.
+    It carries no model_name: vLLM serves it from the API server's registry, per rank."""
+    a = cfg.alerts.serving.engine_unhealthy
+    return tuned_alert(
+        cfg,
+        "serving",
+        ENGINE_UNHEALTHY,
+        a,
+        f"{promql.series('vllm:engine_healthy', cfg.selectors.vllm)} == 0",
+        "A vLLM engine rank reports itself unhealthy.",
+        "Engine rank {{ $labels.engine }} of {{ $labels.instance }} (job {{ $labels.job }}) has reported "
+        f"unhealthy under vLLM's fault tolerance for {cfg.scaled(a.for_)}: requests it holds fail or wait, "
+        "and a router should stop sending to this server.",
+    )
+
+
 def groups(cfg: Config) -> list[RuleGroup]:
     interval = cfg.scaled(cfg.intervals.evaluation)
     a = cfg.alerts.serving
@@ -239,6 +257,7 @@ def groups(cfg: Config) -> list[RuleGroup]:
             (a.hung_engine, _hung_engine),
             (a.traffic_stop, _traffic_stop),
             (a.outlier_replica, _outlier_replica),
+            (a.engine_unhealthy, _engine_unhealthy),
         )
         if rule.enabled
     )

@@ -202,6 +202,8 @@ class ServingAlerts(Strict):
     hung_engine: HungEngineAlert = HungEngineAlert(for_=Duration.parse("5m"), severity="critical")
     traffic_stop: TrafficStopAlert = TrafficStopAlert(for_=Duration.parse("5m"), severity="critical")
     outlier_replica: OutlierReplicaAlert = OutlierReplicaAlert(for_=Duration.parse("15m"), severity="warning")
+    # vllm:engine_healthy == 0 (vLLM with --enable-fault-tolerance, after 0.32): a dead engine rank.
+    engine_unhealthy: AlertRule = AlertRule(for_=Duration.parse("1m"), severity="critical")
 
 
 class Alerts(PackSection):

@@ -54,6 +54,7 @@ EXPOSED_KEYS = [
     "alerts.serving.outlier_replica.min_ttft_seconds",
     "alerts.serving.outlier_replica.min_queue_seconds",
     "alerts.serving.outlier_replica.min_itl_seconds",
+    "alerts.serving.engine_unhealthy.for",
     "kv_cache.alerts.saturation.for",
     "kv_cache.alerts.saturation.usage_threshold",
     "kv_cache.alerts.saturation.preemptions_per_second",

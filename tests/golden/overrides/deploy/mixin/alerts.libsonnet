@@ -534,6 +534,20 @@ local f = import 'lib/format.libsonnet';
               "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightvllmoutlierreplica",
             },
           },
+          {
+            "alert": "InfersightVLLMEngineUnhealthy",
+            "expr": "vllm:engine_healthy{" + f.matchers($._config["selectors.vllm"]) + "} == 0",
+            "for": f.duration($._config["alerts.serving.engine_unhealthy.for"]),
+            "labels": {
+              "component": "serving",
+              "severity": "critical",
+            },
+            "annotations": {
+              "summary": "A vLLM engine rank reports itself unhealthy.",
+              "description": "Engine rank {{ $labels.engine }} of {{ $labels.instance }} (job {{ $labels.job }}) has reported unhealthy under vLLM's fault tolerance for " + f.duration($._config["alerts.serving.engine_unhealthy.for"]) + ": requests it holds fail or wait, and a router should stop sending to this server.",
+              "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightvllmengineunhealthy",
+            },
+          },
         ],
       },
       {

@@ -49,6 +49,7 @@
     "alerts.serving.outlier_replica.min_ttft_seconds": 0.5,
     "alerts.serving.outlier_replica.min_queue_seconds": 0.5,
     "alerts.serving.outlier_replica.min_itl_seconds": 0.02,
+    "alerts.serving.engine_unhealthy.for": "1m",
     "kv_cache.alerts.saturation.for": "10m",
     "kv_cache.alerts.saturation.usage_threshold": 0.95,
     "kv_cache.alerts.saturation.preemptions_per_second": 0.0,
