@@ -63,8 +63,19 @@ def _queue_build_up(cfg: Config) -> Alert:
         f"{conventions.quantile(cfg, kv_rules.QUEUE_TIME, 'instance', 0.95)} > {num(a.p95_seconds)}",
         "Requests wait too long in a vLLM queue before they are scheduled.",
         "95% of {{ $labels.model_name }} requests on {{ $labels.instance }} waited up to "
-        f"{{{{ $value | humanizeDuration }}}} in the queue (threshold {num(a.p95_seconds)}s).",
+        f"{{{{ $value | humanizeDuration }}}} in the queue (threshold {num(a.p95_seconds)}s). {_WAITING_NOW}",
     )
+
+
+# Why requests wait, read when the alert is sent: "capacity" waits for KV blocks or batch slots
+# (scale out, relieve the KV cache), "deferred" is held back by the LoRA budget, a KV transfer or a
+# blocked status (more replicas do not help it). vLLM before 0.20 has no breakdown.
+_WAITING_NOW = (
+    '{{ with printf "sum by (reason) (vllm:num_requests_waiting_by_reason{job=%q, instance=%q, model_name=%q})" '
+    "$labels.job $labels.instance $labels.model_name | query }}Waiting now: "
+    '{{ range $i, $s := . }}{{ if $i }}, {{ end }}{{ $s.Labels.reason }} {{ $s.Value | printf "%.0f" }}{{ end }}.'
+    "{{ else }}No breakdown of the waiting requests by reason (vLLM before 0.20).{{ end }}"
+)
 
 
 def _prefix_collapse(cfg: Config) -> Alert:
