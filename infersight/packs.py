@@ -73,6 +73,7 @@ _VLLM_SERVING = frozenset(
         "vllm:generation_tokens_total",
         "vllm:kv_cache_usage_perc",
         "vllm:engine_healthy",
+        "vllm:lora_requests_info",
         "http_requests_total",
         "up",
     }

@@ -91,3 +91,8 @@ def test_fewer_than_three_replicas_stay_quiet_even_at_a_low_factor(tmp_path: Pat
     case = only_case(OUTLIER_FILE, "outlier stays quiet with fewer than three replicas", tmp_path)
     result = promtool_test(case, tmp_path / "bundle", cfg)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_lora_adapter_counts_pass_promtool_unit_tests(tmp_path: Path) -> None:
+    result = promtool_test(Path(__file__).parent / "promtool" / "lora.test.yaml", tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -9,6 +9,7 @@ from infersight.alerts import serving as serving_alerts
 from infersight.alerts.common import on
 from infersight.config import Config
 from infersight.dashboards.common import Column, Query, Section, filters, render, stat, table, timeseries
+from infersight.recording_rules import lora
 from infersight.recording_rules import serving as serving_rules
 
 FILE = "vllm-overview.json"
@@ -304,8 +305,41 @@ def _instances(cfg: Config) -> Section:
     )
 
 
+def _lora(cfg: Config) -> Section:
+    """vLLM's LoRA info has no model_name: these panels follow the job and instance variables only."""
+    servers = filters("job", "instance")
+    off = "No LoRA here: vLLM exports vllm:lora_requests_info only when started with --enable-lora"
+    newest = promql.agg("topk", ("job", "instance"), f"1, {promql.series(lora.INFO, servers)}")
+    return Section(
+        "LoRA adapters",
+        [
+            timeseries(
+                "LoRA adapters per server",
+                "Adapters running and waiting on each server, counted from the newest series of "
+                f"vllm:lora_requests_info (its comma-separated name lists; {lora.MAX_COUNTED} means that many "
+                "or more). Waiting adapters beyond --max-loras hold their requests back: see the "
+                "deferred waiting requests in the KV cache dashboard.",
+                "short",
+                [Query(promql.recorded(lora.ADAPTERS, servers), "{{instance}} {{state}}")],
+                no_value=off,
+            ),
+            table(
+                "LoRA adapters now",
+                "The adapter names vLLM reports per server right now (its newest info series) and when "
+                "that last changed. The names are read at view time and never recorded: each name list "
+                "vLLM reports is a series of its own.",
+                ("job", "instance", "max_lora", "running_lora_adapters", "waiting_lora_adapters"),
+                [Column(f"{newest} * 1000", "Last change", "dateTimeAsIso")],
+                width=12,
+                height=8,
+            ),
+        ],
+    )
+
+
 def dashboards(cfg: Config) -> dict[str, dict[str, Any]]:
     sections = [_overview(cfg), _instances(cfg), _traffic(cfg), _errors(cfg), _latency(cfg), _saturation(cfg)]
+    sections.append(_lora(cfg))
     sections += [_slo(cfg, spec) for spec in serving_rules.slo_specs(cfg)]
     board = render(
         cfg,

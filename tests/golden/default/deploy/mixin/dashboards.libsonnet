@@ -5181,6 +5181,166 @@ local f = import 'lib/format.libsonnet';
           },
           "id": 26,
           "panels": [],
+          "title": "LoRA adapters",
+          "type": "row",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Adapters running and waiting on each server, counted from the newest series of vllm:lora_requests_info (its comma-separated name lists; 16 means that many or more). Waiting adapters beyond --max-loras hold their requests back: see the deferred waiting requests in the KV cache dashboard.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No LoRA here: vLLM exports vllm:lora_requests_info only when started with --enable-lora",
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 0,
+            "y": 73,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "instance:vllm_lora_adapters:count{job=~\"$job\", instance=~\"$instance\"}",
+              "legendFormat": "{{instance}} {{state}}",
+              "refId": "A",
+            },
+          ],
+          "title": "LoRA adapters per server",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 27,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "The adapter names vLLM reports per server right now (its newest info series) and when that last changed. The names are read at view time and never recorded: each name list vLLM reports is a series of its own.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "align": "auto",
+                "filterable": true,
+                "inspect": false,
+              },
+              "unit": "none",
+            },
+            "overrides": [
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "Last change",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "dateTimeAsIso",
+                  },
+                ],
+              },
+            ],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 12,
+            "y": 73,
+          },
+          "options": {
+            "cellHeight": "sm",
+            "footer": {
+              "countRows": false,
+              "reducer": [],
+              "show": false,
+            },
+            "frameIndex": 0,
+            "showHeader": true,
+            "showTypeIcons": false,
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, instance, max_lora, running_lora_adapters, waiting_lora_adapters) (topk by (job, instance) (1, vllm:lora_requests_info{job=~\"$job\", instance=~\"$instance\"}) * 1000)",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "A",
+            },
+          ],
+          "title": "LoRA adapters now",
+          "transformations": [
+            {
+              "id": "merge",
+              "options": {},
+            },
+            {
+              "id": "organize",
+              "options": {
+                "excludeByName": {
+                  "Time": true,
+                  "__name__": true,
+                },
+                "indexByName": {
+                  "Value #A": 5,
+                  "instance": 1,
+                  "job": 0,
+                  "max_lora": 2,
+                  "running_lora_adapters": 3,
+                  "waiting_lora_adapters": 4,
+                },
+                "renameByName": {
+                  "Value #A": "Last change",
+                },
+              },
+            },
+          ],
+          "transparent": false,
+          "type": "table",
+          "id": 28,
+        },
+        {
+          "collapsed": false,
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 81,
+          },
+          "id": 29,
+          "panels": [],
           "title": "SLO: Availability",
           "type": "row",
         },
@@ -5210,7 +5370,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 0,
-            "y": 73,
+            "y": 82,
           },
           "options": {
             "colorMode": "value",
@@ -5243,7 +5403,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 27,
+          "id": 30,
         },
         {
           "datasource": {
@@ -5278,7 +5438,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 6,
-            "y": 73,
+            "y": 82,
           },
           "options": {
             "colorMode": "value",
@@ -5311,7 +5471,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 28,
+          "id": 31,
         },
         {
           "datasource": {
@@ -5333,7 +5493,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 73,
+            "y": 82,
           },
           "options": {
             "legend": {
@@ -5419,7 +5579,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 29,
+          "id": 32,
         },
         {
           "collapsed": false,
@@ -5427,9 +5587,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 81,
+            "y": 90,
           },
-          "id": 30,
+          "id": 33,
           "panels": [],
           "title": "SLO: TTFT",
           "type": "row",
@@ -5460,7 +5620,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 0,
-            "y": 82,
+            "y": 91,
           },
           "options": {
             "colorMode": "value",
@@ -5493,7 +5653,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 31,
+          "id": 34,
         },
         {
           "datasource": {
@@ -5528,7 +5688,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 6,
-            "y": 82,
+            "y": 91,
           },
           "options": {
             "colorMode": "value",
@@ -5561,7 +5721,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 32,
+          "id": 35,
         },
         {
           "datasource": {
@@ -5583,7 +5743,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 82,
+            "y": 91,
           },
           "options": {
             "legend": {
@@ -5669,7 +5829,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 33,
+          "id": 36,
         },
         {
           "collapsed": false,
@@ -5677,9 +5837,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 90,
+            "y": 99,
           },
-          "id": 34,
+          "id": 37,
           "panels": [],
           "title": "SLO: ITL",
           "type": "row",
@@ -5710,7 +5870,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 0,
-            "y": 91,
+            "y": 100,
           },
           "options": {
             "colorMode": "value",
@@ -5743,7 +5903,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 35,
+          "id": 38,
         },
         {
           "datasource": {
@@ -5778,7 +5938,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 6,
-            "y": 91,
+            "y": 100,
           },
           "options": {
             "colorMode": "value",
@@ -5811,7 +5971,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 36,
+          "id": 39,
         },
         {
           "datasource": {
@@ -5833,7 +5993,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 91,
+            "y": 100,
           },
           "options": {
             "legend": {
@@ -5919,7 +6079,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 37,
+          "id": 40,
         },
       ],
       "refresh": "30s",
