@@ -74,6 +74,9 @@ _VLLM_SERVING = frozenset(
         "vllm:kv_cache_usage_perc",
         "vllm:engine_healthy",
         "vllm:lora_requests_info",
+        "vllm:estimated_flops_per_gpu_total",
+        "vllm:estimated_read_bytes_per_gpu_total",
+        "vllm:estimated_write_bytes_per_gpu_total",
         "http_requests_total",
         "up",
     }
@@ -95,6 +98,13 @@ PACKS: tuple[Pack, ...] = (
             {
                 "vllm:admission_rejections_total",
                 "vllm:iteration_tokens_total",
+                "vllm:kv_block_idle_before_evict_seconds",
+                "vllm:kv_block_lifetime_seconds",
+                "vllm:kv_block_reuse_gap_seconds",
+                "vllm:prompt_tokens_by_source_total",
+                "vllm:prompt_tokens_cached_by_source_total",
+                "vllm:prompt_tokens_cached_total",
+                "vllm:prompt_tokens_total",
                 "vllm:kv_cache_usage_perc",
                 "vllm:num_preemptions_total",
                 "vllm:num_requests_waiting",

@@ -72,7 +72,7 @@ def _queue_build_up(cfg: Config) -> Alert:
 # blocked status (more replicas do not help it). vLLM before 0.20 has no breakdown.
 _WAITING_NOW = (
     '{{ with printf "sum by (reason) (vllm:num_requests_waiting_by_reason{job=%q, instance=%q, model_name=%q})" '
-    "$labels.job $labels.instance $labels.model_name | query }}Waiting now: "
+    '$labels.job $labels.instance $labels.model_name | query | sortByLabel "reason" }}Waiting now: '
     '{{ range $i, $s := . }}{{ if $i }}, {{ end }}{{ $s.Labels.reason }} {{ $s.Value | printf "%.0f" }}{{ end }}.'
     "{{ else }}No breakdown of the waiting requests by reason (vLLM before 0.20).{{ end }}"
 )

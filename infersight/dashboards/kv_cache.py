@@ -90,6 +90,82 @@ def _prefix(cfg: Config) -> Section:
                     ),
                 ],
             ),
+            timeseries(
+                "Prompt tokens that skipped prefill",
+                "Share of prompt tokens whose KV was cached locally or loaded through a KV connector "
+                "(vllm:prompt_tokens_cached over vllm:prompt_tokens). The hit ratio above counts local "
+                "prefix-cache lookups only, as vLLM's own dashboards do; this one adds external KV.",
+                "percentunit",
+                [
+                    Query(
+                        promql.recorded(kv_cache_rules.cached_prompt_ratio(cfg, "model"), MODEL_FILTERS),
+                        "{{model_name}}",
+                    )
+                ],
+                width=8,
+                max_val=1,
+            ),
+            timeseries(
+                "Prompt tokens by source",
+                "Prompt tokens per second per model: computed, found in the local cache, or transferred "
+                "by a KV connector (disaggregated prefill).",
+                "short",
+                [
+                    Query(
+                        promql.recorded(kv_cache_rules.prompt_tokens_by_source(cfg), MODEL_FILTERS),
+                        "{{source}} {{model_name}}",
+                    )
+                ],
+                width=8,
+                stacked=True,
+            ),
+            timeseries(
+                "Cached prompt tokens by tier",
+                "Cached prompt tokens per second per model by the tier that supplied them: device (GPU), "
+                "host, p2p, disk. Anything but device needs a KV offload or transfer connector.",
+                "short",
+                [
+                    Query(
+                        promql.recorded(kv_cache_rules.cached_prompt_tokens_by_tier(cfg), MODEL_FILTERS),
+                        "{{source}} {{model_name}}",
+                    )
+                ],
+                width=8,
+                stacked=True,
+            ),
+        ],
+    )
+
+
+def _residency(cfg: Config) -> Section:
+    off = "No block residency here: vLLM exports vllm:kv_block_* only when started with --kv-cache-metrics"
+    return Section(
+        "KV block residency",
+        [
+            timeseries(
+                f"{title}",
+                f"p50 and p95 per model over {cfg.intervals.rate}, from the blocks vLLM samples "
+                "(--kv-cache-metrics-sample, 1% by default). " + why,
+                "s",
+                [
+                    Query(
+                        promql.recorded(conventions.quantile(cfg, metric, "model", qv), MODEL_FILTERS),
+                        f"p{round(qv * 100)} {{{{model_name}}}}",
+                    )
+                    for qv in kv_cache_rules.RESIDENCY_QUANTILES
+                ],
+                width=8,
+                no_value=off,
+            )
+            for (metric, title), why in zip(
+                kv_cache_rules.RESIDENCY_HISTOGRAMS,
+                (
+                    "Short lifetimes under load mean the cache is too small for the working set.",
+                    "Blocks evicted soon after their last use were still warm: a larger cache keeps them.",
+                    "How long a cached prefix waits to be reused: a cache must hold blocks at least this long.",
+                ),
+                strict=True,
+            )
         ],
     )
 
@@ -209,6 +285,14 @@ def dashboards(cfg: Config) -> dict[str, dict[str, Any]]:
         description="KV-cache pressure, prefix caching, preemptions and queueing of vLLM engines (infersight).",
         variables_from=serving_rules.KV_USAGE_ENGINE,
         variable_labels=VARIABLES,
-        sections=[_usage(cfg), _prefix(cfg), _preemptions(cfg), _queue(cfg), _phases(cfg), _batch(cfg)],
+        sections=[
+            _usage(cfg),
+            _prefix(cfg),
+            _residency(cfg),
+            _preemptions(cfg),
+            _queue(cfg),
+            _phases(cfg),
+            _batch(cfg),
+        ],
     )
     return {FILE: board}

@@ -9,7 +9,7 @@ from infersight.alerts import serving as serving_alerts
 from infersight.alerts.common import on
 from infersight.config import Config
 from infersight.dashboards.common import Column, Query, Section, filters, render, stat, table, timeseries
-from infersight.recording_rules import lora
+from infersight.recording_rules import lora, mfu
 from infersight.recording_rules import serving as serving_rules
 
 FILE = "vllm-overview.json"
@@ -337,9 +337,40 @@ def _lora(cfg: Config) -> Section:
     )
 
 
+def _compute(cfg: Config) -> Section:
+    off = "No MFU estimates here: vLLM exports them at 0 without --enable-mfu-metrics, and 0 is not recorded"
+    engine = [*INSTANCE_FILTERS, 'engine=~"$engine"']
+    who = "{{model_name}} @ {{instance}} e{{engine}}"
+    return Section(
+        "Compute estimates (MFU)",
+        [
+            timeseries(
+                "Model FLOP/s per GPU",
+                "vLLM's estimate of the floating-point work per GPU of each engine, from the model's shape "
+                "(not measured on the device). MFU is this over the GPU's peak: e.g. an H100 SXM does about "
+                "989 TFLOP/s dense BF16.",
+                "flops",
+                [Query(promql.recorded(mfu.per_gpu(cfg, "flops"), engine), who)],
+                no_value=off,
+            ),
+            timeseries(
+                "Memory traffic per GPU",
+                "vLLM's estimate of the bytes read from and written to device memory per GPU per second. "
+                "Decode is usually bound by this, not by FLOP/s: hold it to the GPU's memory bandwidth.",
+                "Bps",
+                [
+                    Query(promql.recorded(mfu.per_gpu(cfg, "read_bytes"), engine), "read " + who),
+                    Query(promql.recorded(mfu.per_gpu(cfg, "write_bytes"), engine), "write " + who),
+                ],
+                no_value=off,
+            ),
+        ],
+    )
+
+
 def dashboards(cfg: Config) -> dict[str, dict[str, Any]]:
     sections = [_overview(cfg), _instances(cfg), _traffic(cfg), _errors(cfg), _latency(cfg), _saturation(cfg)]
-    sections.append(_lora(cfg))
+    sections += [_lora(cfg), _compute(cfg)]
     sections += [_slo(cfg, spec) for spec in serving_rules.slo_specs(cfg)]
     board = render(
         cfg,

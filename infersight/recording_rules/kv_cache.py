@@ -37,6 +37,14 @@ def usage_quantile(qv: float) -> str:
 USAGE_MAX = conventions.record_name("model", "vllm:kv_cache_usage", "max")
 # Per model and reason: a per-instance split by reason would double the instance's series.
 WAITING_BY_REASON = conventions.record_name("model", "vllm:num_requests_waiting_by_reason", "sum")
+# KV block residency (--kv-cache-metrics): sampled blocks' lifetime, idle time before eviction and
+# the gap between reuses. Model quantiles only: a handful of series, and none without the flag.
+RESIDENCY_HISTOGRAMS = (
+    ("vllm:kv_block_lifetime_seconds", "Block lifetime"),
+    ("vllm:kv_block_idle_before_evict_seconds", "Idle before eviction"),
+    ("vllm:kv_block_reuse_gap_seconds", "Reuse gap"),
+)
+RESIDENCY_QUANTILES = (0.5, 0.95)
 
 
 # Per-engine views: the alerts' usage average and preemption rate are PromQL over the raw series
@@ -172,6 +180,46 @@ def _prefix_rules(cfg: Config) -> list[RecordingRule]:
     return rules
 
 
+def cached_prompt_ratio(cfg: Config, level: str = "instance") -> str:
+    """Share of prompt tokens whose prefill was skipped: cached locally or loaded by a KV connector."""
+    return conventions.record_name(level, "vllm:prompt_tokens_cached", "ratio_" + conventions.op_rate(cfg))
+
+
+def prompt_tokens_by_source(cfg: Config) -> str:
+    """Prompt tokens per second per model by source: computed, local cache hit, external KV transfer."""
+    return conventions.record_name("model", "vllm:prompt_tokens_by_source", conventions.op_rate(cfg))
+
+
+def cached_prompt_tokens_by_tier(cfg: Config) -> str:
+    """Cached prompt tokens per second per model by the tier that supplied them (device, host, ...)."""
+    return conventions.record_name("model", "vllm:prompt_tokens_cached_by_source", conventions.op_rate(cfg))
+
+
+def _cached_prompt_rules(cfg: Config) -> list[RecordingRule]:
+    """vLLM's own split (0.32): the hit ratio stays prefix hits over lookups (the alert's); the share
+    of prompt tokens that skipped prefill adds what a KV connector loaded."""
+    rules = [
+        counter_ratio(
+            cfg,
+            cached_prompt_ratio(cfg, level),
+            "vllm:prompt_tokens_cached_total",
+            "vllm:prompt_tokens_total",
+            cfg.intervals.rate,
+            by,
+        )
+        for level, by in (("instance", INSTANCE), ("model", MODEL))
+    ]
+    sel, w = cfg.selectors.vllm, cfg.scaled(cfg.intervals.rate)
+    rules += [
+        RecordingRule(name, promql.sum_by((*MODEL, "source"), promql.rate(metric, w, sel)))
+        for name, metric in (
+            (prompt_tokens_by_source(cfg), "vllm:prompt_tokens_by_source_total"),
+            (cached_prompt_tokens_by_tier(cfg), "vllm:prompt_tokens_cached_by_source_total"),
+        )
+    ]
+    return rules
+
+
 def _phase_group_name(metric: str) -> str:
     """vllm:request_queue_time_seconds -> infersight-kv-cache-queue-time"""
     phase = metric.removeprefix("vllm:request_").removesuffix("_seconds").replace("_", "-")
@@ -179,11 +227,15 @@ def _phase_group_name(metric: str) -> str:
 
 
 def groups(cfg: Config) -> list[RuleGroup]:
-    """One group for usage, scheduler and prefix cache, one for batch fill and one per request-phase
-    histogram: each within a Mimir ruler's 20 rules per group; no rule reads a later group of this pack."""
+    """One group for usage, scheduler and prefix cache, one for prompt-token sources, one for KV block
+    residency, one for batch fill and one per request-phase histogram: each within a Mimir ruler's 20
+    rules per group; no rule reads a later group of this pack."""
     interval = cfg.scaled(cfg.intervals.evaluation)
     rules = [*_usage_rules(cfg), *_engine_rules(cfg), *_scheduler_rules(cfg), *_prefix_rules(cfg)]
     out = conventions.split_groups("infersight-kv-cache", interval, rules)
+    out += conventions.split_groups("infersight-kv-cache-prompt-sources", interval, _cached_prompt_rules(cfg))
+    residency = [r for metric, _ in RESIDENCY_HISTOGRAMS for r in quantile_rules(cfg, metric, RESIDENCY_QUANTILES)]
+    out += conventions.split_groups("infersight-kv-cache-residency", interval, residency)
     out += conventions.split_groups(
         "infersight-kv-cache-batch", interval, quantile_rules(cfg, BATCH_TOKENS, BATCH_QUANTILES, (0.95,))
     )

@@ -23,7 +23,7 @@ from infersight.conventions import (
     split_groups,
 )
 from infersight.durations import Duration
-from infersight.recording_rules import lora
+from infersight.recording_rules import lora, mfu
 from infersight.recording_rules.histograms import quantile_rules
 from infersight.rules import Alert, RecordingRule, RuleGroup
 
@@ -306,4 +306,5 @@ def groups(cfg: Config) -> list[RuleGroup]:
     for spec in slo_specs(cfg):
         out += split_groups(f"infersight-serving-slo-{spec.name}", interval, _slo_rules(cfg, spec))
     out += split_groups("infersight-serving-lora", interval, lora.rules(cfg))
+    out += split_groups("infersight-serving-mfu", interval, mfu.rules(cfg))
     return out

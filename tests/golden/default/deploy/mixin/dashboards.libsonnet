@@ -2258,14 +2258,388 @@ local f = import 'lib/format.libsonnet';
           "id": 7,
         },
         {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Share of prompt tokens whose KV was cached locally or loaded through a KV connector (vllm:prompt_tokens_cached over vllm:prompt_tokens). The hit ratio above counts local prefix-cache lookups only, as vLLM's own dashboards do; this one adds external KV.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "max": 1,
+              "min": 0,
+              "unit": "percentunit",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 0,
+            "y": 18,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_prompt_tokens_cached:ratio_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "{{model_name}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Prompt tokens that skipped prefill",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 8,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Prompt tokens per second per model: computed, found in the local cache, or transferred by a KV connector (disaggregated prefill).",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+                "stacking": {
+                  "mode": "normal",
+                },
+              },
+              "min": 0,
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 8,
+            "y": 18,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_prompt_tokens_by_source:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "{{source}} {{model_name}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Prompt tokens by source",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 9,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Cached prompt tokens per second per model by the tier that supplied them: device (GPU), host, p2p, disk. Anything but device needs a KV offload or transfer connector.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+                "stacking": {
+                  "mode": "normal",
+                },
+              },
+              "min": 0,
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 16,
+            "y": 18,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_prompt_tokens_cached_by_source:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "{{source}} {{model_name}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Cached prompt tokens by tier",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 10,
+        },
+        {
           "collapsed": false,
           "gridPos": {
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 18,
+            "y": 26,
           },
-          "id": 8,
+          "id": 11,
+          "panels": [],
+          "title": "KV block residency",
+          "type": "row",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "p50 and p95 per model over " + f.duration($._config["intervals.rate"]) + ", from the blocks vLLM samples (--kv-cache-metrics-sample, 1% by default). Short lifetimes under load mean the cache is too small for the working set.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No block residency here: vLLM exports vllm:kv_block_* only when started with --kv-cache-metrics",
+              "unit": "s",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 0,
+            "y": 27,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_block_lifetime_seconds:p50_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "p50 {{model_name}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_block_lifetime_seconds:p95_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "p95 {{model_name}}",
+              "refId": "B",
+            },
+          ],
+          "title": "Block lifetime",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 12,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "p50 and p95 per model over " + f.duration($._config["intervals.rate"]) + ", from the blocks vLLM samples (--kv-cache-metrics-sample, 1% by default). Blocks evicted soon after their last use were still warm: a larger cache keeps them.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No block residency here: vLLM exports vllm:kv_block_* only when started with --kv-cache-metrics",
+              "unit": "s",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 8,
+            "y": 27,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_block_idle_before_evict_seconds:p50_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "p50 {{model_name}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_block_idle_before_evict_seconds:p95_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "p95 {{model_name}}",
+              "refId": "B",
+            },
+          ],
+          "title": "Idle before eviction",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 13,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "p50 and p95 per model over " + f.duration($._config["intervals.rate"]) + ", from the blocks vLLM samples (--kv-cache-metrics-sample, 1% by default). How long a cached prefix waits to be reused: a cache must hold blocks at least this long.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No block residency here: vLLM exports vllm:kv_block_* only when started with --kv-cache-metrics",
+              "unit": "s",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 16,
+            "y": 27,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_block_reuse_gap_seconds:p50_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "p50 {{model_name}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_block_reuse_gap_seconds:p95_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "p95 {{model_name}}",
+              "refId": "B",
+            },
+          ],
+          "title": "Reuse gap",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 14,
+        },
+        {
+          "collapsed": false,
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 35,
+          },
+          "id": 15,
           "panels": [],
           "title": "Preemptions",
           "type": "row",
@@ -2290,7 +2664,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 19,
+            "y": 36,
           },
           "options": {
             "legend": {
@@ -2322,7 +2696,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Preemptions per server",
           "transparent": false,
           "type": "timeseries",
-          "id": 9,
+          "id": 16,
         },
         {
           "datasource": {
@@ -2344,7 +2718,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 19,
+            "y": 36,
           },
           "options": {
             "legend": {
@@ -2376,7 +2750,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Preemptions per finished request",
           "transparent": false,
           "type": "timeseries",
-          "id": 10,
+          "id": 17,
         },
         {
           "collapsed": false,
@@ -2384,9 +2758,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 27,
+            "y": 44,
           },
-          "id": 11,
+          "id": 18,
           "panels": [],
           "title": "Queue",
           "type": "row",
@@ -2411,7 +2785,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 0,
-            "y": 28,
+            "y": 45,
           },
           "options": {
             "legend": {
@@ -2452,7 +2826,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Queue depth",
           "transparent": false,
           "type": "timeseries",
-          "id": 12,
+          "id": 19,
         },
         {
           "datasource": {
@@ -2477,7 +2851,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 8,
-            "y": 28,
+            "y": 45,
           },
           "options": {
             "legend": {
@@ -2509,7 +2883,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Waiting by reason",
           "transparent": false,
           "type": "timeseries",
-          "id": 13,
+          "id": 20,
         },
         {
           "datasource": {
@@ -2530,7 +2904,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 28,
+            "y": 45,
           },
           "options": {
             "legend": {
@@ -2562,7 +2936,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Queue growth",
           "transparent": false,
           "type": "timeseries",
-          "id": 14,
+          "id": 21,
         },
         {
           "collapsed": false,
@@ -2570,9 +2944,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 36,
+            "y": 53,
           },
-          "id": 15,
+          "id": 22,
           "panels": [],
           "title": "Request phases",
           "type": "row",
@@ -2597,7 +2971,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 0,
-            "y": 37,
+            "y": 54,
           },
           "options": {
             "legend": {
@@ -2647,7 +3021,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Queue time latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 16,
+          "id": 23,
         },
         {
           "datasource": {
@@ -2669,7 +3043,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 8,
-            "y": 37,
+            "y": 54,
           },
           "options": {
             "legend": {
@@ -2719,7 +3093,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Prefill time latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 17,
+          "id": 24,
         },
         {
           "datasource": {
@@ -2741,7 +3115,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 37,
+            "y": 54,
           },
           "options": {
             "legend": {
@@ -2791,7 +3165,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Decode time latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 18,
+          "id": 25,
         },
         {
           "collapsed": false,
@@ -2799,9 +3173,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 45,
+            "y": 62,
           },
-          "id": 19,
+          "id": 26,
           "panels": [],
           "title": "Batch and admission",
           "type": "row",
@@ -2826,7 +3200,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 46,
+            "y": 63,
           },
           "options": {
             "legend": {
@@ -2867,7 +3241,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Batch fill (tokens per step)",
           "transparent": false,
           "type": "timeseries",
-          "id": 20,
+          "id": 27,
         },
         {
           "datasource": {
@@ -2889,7 +3263,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 46,
+            "y": 63,
           },
           "options": {
             "legend": {
@@ -2921,7 +3295,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Admission rejections",
           "transparent": false,
           "type": "timeseries",
-          "id": 21,
+          "id": 28,
         },
       ],
       "refresh": "30s",
@@ -5341,6 +5715,138 @@ local f = import 'lib/format.libsonnet';
           },
           "id": 29,
           "panels": [],
+          "title": "Compute estimates (MFU)",
+          "type": "row",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "vLLM's estimate of the floating-point work per GPU of each engine, from the model's shape (not measured on the device). MFU is this over the GPU's peak: e.g. an H100 SXM does about 989 TFLOP/s dense BF16.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No MFU estimates here: vLLM exports them at 0 without --enable-mfu-metrics, and 0 is not recorded",
+              "unit": "flops",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 0,
+            "y": 82,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "engine:vllm_estimated_flops_per_gpu:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\", engine=~\"$engine\"}",
+              "legendFormat": "{{model_name}} @ {{instance}} e{{engine}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Model FLOP/s per GPU",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 30,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "vLLM's estimate of the bytes read from and written to device memory per GPU per second. Decode is usually bound by this, not by FLOP/s: hold it to the GPU's memory bandwidth.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No MFU estimates here: vLLM exports them at 0 without --enable-mfu-metrics, and 0 is not recorded",
+              "unit": "Bps",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 12,
+            "y": 82,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "engine:vllm_estimated_read_bytes_per_gpu:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\", engine=~\"$engine\"}",
+              "legendFormat": "read {{model_name}} @ {{instance}} e{{engine}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "engine:vllm_estimated_write_bytes_per_gpu:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\", engine=~\"$engine\"}",
+              "legendFormat": "write {{model_name}} @ {{instance}} e{{engine}}",
+              "refId": "B",
+            },
+          ],
+          "title": "Memory traffic per GPU",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 31,
+        },
+        {
+          "collapsed": false,
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 90,
+          },
+          "id": 32,
+          "panels": [],
           "title": "SLO: Availability",
           "type": "row",
         },
@@ -5370,7 +5876,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 0,
-            "y": 82,
+            "y": 91,
           },
           "options": {
             "colorMode": "value",
@@ -5403,7 +5909,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 30,
+          "id": 33,
         },
         {
           "datasource": {
@@ -5438,7 +5944,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 6,
-            "y": 82,
+            "y": 91,
           },
           "options": {
             "colorMode": "value",
@@ -5471,7 +5977,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 31,
+          "id": 34,
         },
         {
           "datasource": {
@@ -5493,7 +5999,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 82,
+            "y": 91,
           },
           "options": {
             "legend": {
@@ -5579,7 +6085,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 32,
+          "id": 35,
         },
         {
           "collapsed": false,
@@ -5587,9 +6093,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 90,
+            "y": 99,
           },
-          "id": 33,
+          "id": 36,
           "panels": [],
           "title": "SLO: TTFT",
           "type": "row",
@@ -5620,7 +6126,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 0,
-            "y": 91,
+            "y": 100,
           },
           "options": {
             "colorMode": "value",
@@ -5653,7 +6159,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 34,
+          "id": 37,
         },
         {
           "datasource": {
@@ -5688,7 +6194,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 6,
-            "y": 91,
+            "y": 100,
           },
           "options": {
             "colorMode": "value",
@@ -5721,7 +6227,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 35,
+          "id": 38,
         },
         {
           "datasource": {
@@ -5743,7 +6249,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 91,
+            "y": 100,
           },
           "options": {
             "legend": {
@@ -5829,7 +6335,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 36,
+          "id": 39,
         },
         {
           "collapsed": false,
@@ -5837,9 +6343,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 99,
+            "y": 108,
           },
-          "id": 37,
+          "id": 40,
           "panels": [],
           "title": "SLO: ITL",
           "type": "row",
@@ -5870,7 +6376,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 0,
-            "y": 100,
+            "y": 109,
           },
           "options": {
             "colorMode": "value",
@@ -5903,7 +6409,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 38,
+          "id": 41,
         },
         {
           "datasource": {
@@ -5938,7 +6444,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 6,
-            "y": 100,
+            "y": 109,
           },
           "options": {
             "colorMode": "value",
@@ -5971,7 +6477,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 39,
+          "id": 42,
         },
         {
           "datasource": {
@@ -5993,7 +6499,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 100,
+            "y": 109,
           },
           "options": {
             "legend": {
@@ -6079,7 +6585,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 40,
+          "id": 43,
         },
       ],
       "refresh": "30s",

@@ -139,6 +139,70 @@ local f = import 'lib/format.libsonnet';
         ],
       },
       {
+        "name": "infersight-kv-cache-prompt-sources.rules",
+        "interval": f.duration($._config["intervals.evaluation"]),
+        "rules": [
+          {
+            "record": "instance:vllm_prompt_tokens_cached:ratio_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "(sum by (job, instance, model_name) (rate(vllm:prompt_tokens_cached_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "])))\n/\n((sum by (job, instance, model_name) (rate(vllm:prompt_tokens_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))) > 0)",
+          },
+          {
+            "record": "model:vllm_prompt_tokens_cached:ratio_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "(sum by (job, model_name) (rate(vllm:prompt_tokens_cached_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "])))\n/\n((sum by (job, model_name) (rate(vllm:prompt_tokens_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))) > 0)",
+          },
+          {
+            "record": "model:vllm_prompt_tokens_by_source:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, model_name, source) (rate(vllm:prompt_tokens_by_source_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+          {
+            "record": "model:vllm_prompt_tokens_cached_by_source:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, model_name, source) (rate(vllm:prompt_tokens_cached_by_source_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+        ],
+      },
+      {
+        "name": "infersight-kv-cache-residency.rules",
+        "interval": f.duration($._config["intervals.evaluation"]),
+        "rules": [
+          {
+            "record": "model:vllm_kv_block_lifetime_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, model_name, le) (rate(vllm:kv_block_lifetime_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+          {
+            "record": "model:vllm_kv_block_lifetime_seconds:p50_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "histogram_quantile(0.5, sum by (le, job, model_name) (model:vllm_kv_block_lifetime_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
+          },
+          {
+            "record": "model:vllm_kv_block_lifetime_seconds:p95_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "histogram_quantile(0.95, sum by (le, job, model_name) (model:vllm_kv_block_lifetime_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
+          },
+          {
+            "record": "model:vllm_kv_block_idle_before_evict_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, model_name, le) (rate(vllm:kv_block_idle_before_evict_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+          {
+            "record": "model:vllm_kv_block_idle_before_evict_seconds:p50_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "histogram_quantile(0.5, sum by (le, job, model_name) (model:vllm_kv_block_idle_before_evict_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
+          },
+          {
+            "record": "model:vllm_kv_block_idle_before_evict_seconds:p95_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "histogram_quantile(0.95, sum by (le, job, model_name) (model:vllm_kv_block_idle_before_evict_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
+          },
+          {
+            "record": "model:vllm_kv_block_reuse_gap_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, model_name, le) (rate(vllm:kv_block_reuse_gap_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+          {
+            "record": "model:vllm_kv_block_reuse_gap_seconds:p50_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "histogram_quantile(0.5, sum by (le, job, model_name) (model:vllm_kv_block_reuse_gap_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
+          },
+          {
+            "record": "model:vllm_kv_block_reuse_gap_seconds:p95_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "histogram_quantile(0.95, sum by (le, job, model_name) (model:vllm_kv_block_reuse_gap_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
+          },
+        ],
+      },
+      {
         "name": "infersight-kv-cache-batch.rules",
         "interval": f.duration($._config["intervals.evaluation"]),
         "rules": [
@@ -658,6 +722,24 @@ local f = import 'lib/format.libsonnet';
             "labels": {
               "state": "waiting",
             },
+          },
+        ],
+      },
+      {
+        "name": "infersight-serving-mfu.rules",
+        "interval": f.duration($._config["intervals.evaluation"]),
+        "rules": [
+          {
+            "record": "engine:vllm_estimated_flops_per_gpu:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, instance, model_name, engine) (rate(vllm:estimated_flops_per_gpu_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "])) > 0",
+          },
+          {
+            "record": "engine:vllm_estimated_read_bytes_per_gpu:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, instance, model_name, engine) (rate(vllm:estimated_read_bytes_per_gpu_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "])) > 0",
+          },
+          {
+            "record": "engine:vllm_estimated_write_bytes_per_gpu:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, instance, model_name, engine) (rate(vllm:estimated_write_bytes_per_gpu_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "])) > 0",
           },
         ],
       },

@@ -260,7 +260,7 @@ local f = import 'lib/format.libsonnet';
             },
             "annotations": {
               "summary": "Requests wait too long in a vLLM queue before they are scheduled.",
-              "description": "95% of {{ $labels.model_name }} requests on {{ $labels.instance }} waited up to {{ $value | humanizeDuration }} in the queue (threshold " + f.g6($._config["kv_cache.alerts.queue_build_up.p95_seconds"]) + "s). {{ with printf \"sum by (reason) (vllm:num_requests_waiting_by_reason{job=%q, instance=%q, model_name=%q})\" $labels.job $labels.instance $labels.model_name | query }}Waiting now: {{ range $i, $s := . }}{{ if $i }}, {{ end }}{{ $s.Labels.reason }} {{ $s.Value | printf \"%.0f\" }}{{ end }}.{{ else }}No breakdown of the waiting requests by reason (vLLM before 0.20).{{ end }}",
+              "description": "95% of {{ $labels.model_name }} requests on {{ $labels.instance }} waited up to {{ $value | humanizeDuration }} in the queue (threshold " + f.g6($._config["kv_cache.alerts.queue_build_up.p95_seconds"]) + "s). {{ with printf \"sum by (reason) (vllm:num_requests_waiting_by_reason{job=%q, instance=%q, model_name=%q})\" $labels.job $labels.instance $labels.model_name | query | sortByLabel \"reason\" }}Waiting now: {{ range $i, $s := . }}{{ if $i }}, {{ end }}{{ $s.Labels.reason }} {{ $s.Value | printf \"%.0f\" }}{{ end }}.{{ else }}No breakdown of the waiting requests by reason (vLLM before 0.20).{{ end }}",
               "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightvllmqueuebuildup",
             },
           },
