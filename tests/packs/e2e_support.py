@@ -5,7 +5,7 @@ an alert timeline for the log."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -136,9 +136,15 @@ def assert_queries_eventually(
         pytest.fail(f"not met within {timeout:.0f}s, {what}:\n{missing}")
 
 
-def assert_every_query_answers(stack: ObservedStack, board_file: str, timeout: float = 90) -> None:
-    """Each query of the dashboard returns data at least once (a scrape may still be late)."""
+def assert_every_query_answers(
+    stack: ObservedStack, board_file: str, timeout: float = 90, panels: Collection[str] = ()
+) -> None:
+    """Each query of the dashboard (of the ``panels`` titled so, when given) returns data at least
+    once (a scrape may still be late)."""
     board = stack.bundle.dashboard(board_file)
+    if panels:
+        board = {"panels": [p for p in board.get("panels", []) if p.get("title") in panels]}
+        assert {p["title"] for p in board["panels"]} == set(panels), f"{board_file} lacks a panel of {panels}"
     queries = {where: substitute(expr) for where, expr in dashboard_queries(board)}
-    assert len(queries) > 5
+    assert len(queries) >= max(len(panels), 5)
     assert_queries_eventually(stack.prometheus, queries, bool, timeout, f"data for every query of {board_file}")
