@@ -27,6 +27,7 @@ class PanelCheck:
     queries: int
     series: int  # series with at least one sample in the window, over all the panel's queries
     errors: tuple[str, ...] = ()
+    no_value: str = ""  # what the panel shows without data (e.g. the vLLM flag its series need)
 
     @property
     def had_data(self) -> bool:
@@ -89,6 +90,7 @@ class _Checker:
             len(queries),
             series,
             tuple(errors),
+            str(((panel.get("fieldConfig") or {}).get("defaults") or {}).get("noValue") or ""),
         )
 
 

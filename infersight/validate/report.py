@@ -312,6 +312,8 @@ def _dashboards_section(checks: Sequence[DashboardCheck], grafana: str | None, s
             if grafana and panel.id is not None:
                 title = _link(dashboard_url(grafana, board.uid, start, end, panel.id), panel.title)
             data = "yes" if panel.had_data else ("no" if panel.queries else "no queries")
+            if not panel.had_data and panel.no_value:
+                data += f" ({panel.no_value})"
             rows.append([title, panel.kind, data, panel.series, "; ".join(panel.errors)])
             classes.append("bad" if panel.errors else ("" if panel.had_data else "dim"))
         parts.append(_table(("panel", "type", "data during the run", "series with data", "errors"), rows, classes))
@@ -412,6 +414,7 @@ def _json(runs: Sequence[ScenarioRun], summary: Summary, meta: ReportMeta) -> di
                         "had_data": p.had_data,
                         "series": p.series,
                         "errors": list(p.errors),
+                        "no_value": p.no_value,
                     }
                     for p in d.panels
                 ],

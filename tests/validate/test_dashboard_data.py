@@ -43,7 +43,8 @@ BOARD = Dashboard(
             {"id": 1, "type": "row", "title": "a row, not a panel"},
             panel(2, "Up", 'up{job=~"$job"}'),
             panel(3, "Requests", 'sum(rate(prometheus_http_requests_total{job=~"$job"}[$__rate_interval]))'),
-            panel(4, "Never scraped", "rate(no_such_metric_total[$__rate_interval])"),
+            panel(4, "Never scraped", "rate(no_such_metric_total[$__rate_interval])")
+            | {"fieldConfig": {"defaults": {"noValue": "needs --some-flag"}}},
             panel(5, "One of two", "no_such_metric", 'up{job=~"$job"}'),
             panel(6, "Broken", "sum(up"),
             {"id": 7, "type": "text", "title": "Words only"},
@@ -101,7 +102,10 @@ def test_panels_with_data_in_the_run_window_and_in_the_report(tmp_path: Path) ->
     page = write_report(tmp_path / "report", [run], meta)[0].read_text()
     assert "Prometheus itself (self.json): 3 of 6 panels had data" in page
     assert "<tr><td>Up</td><td>timeseries</td><td>yes</td><td>1</td><td></td></tr>" in page
-    assert '<tr class="dim"><td>Never scraped</td><td>timeseries</td><td>no</td><td>0</td><td></td></tr>' in page
+    # A panel that says why it may be empty (the vLLM flag its series need): the report says so too.
+    assert by_title["Never scraped"].no_value == "needs --some-flag" and by_title["Up"].no_value == ""
+    row = "<td>Never scraped</td><td>timeseries</td><td>no (needs --some-flag)</td><td>0</td><td></td>"
+    assert f'<tr class="dim">{row}</tr>' in page
     assert "No Grafana was started" in page and "/d/self-test" not in page
 
 
@@ -129,5 +133,6 @@ def test_report_links_each_dashboard_and_panel_into_the_started_grafana(tmp_path
     data = json.loads((tmp_path / "report" / "validation.json").read_text())
     assert data["grafana_url"] == "http://127.0.0.1:3000"
     assert data["dashboards"][0]["panels"][0] == {
-        "id": 4, "title": "TTFT p95", "type": "timeseries", "had_data": True, "series": 2, "errors": []
+        "id": 4, "title": "TTFT p95", "type": "timeseries", "had_data": True, "series": 2, "errors": [],
+        "no_value": "",
     }  # fmt: skip
