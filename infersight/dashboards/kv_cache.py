@@ -170,6 +170,65 @@ def _residency(cfg: Config) -> Section:
     )
 
 
+def _transfer(cfg: Config) -> Section:
+    off = (
+        "No KV connector here: these series need --kv-transfer-config with NixlConnector (disaggregated "
+        "prefill) or OffloadingConnector (KV offload to CPU)"
+    )
+
+    def rate(kind: str) -> str:
+        return promql.recorded(kv_cache_rules.transfer_rate(cfg, kind), MODEL_FILTERS)
+
+    nixl = kv_cache_rules.NIXL_XFER_TIME
+    return Section(
+        "KV transfer and offload",
+        [
+            timeseries(
+                "KV offload traffic",
+                "Bytes per second per model stored to the offload tier and loaded back from it. Loads are "
+                "prefills saved; stores without later loads only cost bandwidth.",
+                "Bps",
+                [
+                    Query(rate("offload_store_bytes"), "store {{model_name}}"),
+                    Query(rate("offload_load_bytes"), "load {{model_name}}"),
+                ],
+                width=8,
+                no_value=off,
+            ),
+            timeseries(
+                "CPU offload cache usage",
+                "Fullest engine of each server: a full offload cache turns stores into allocation failures.",
+                "percentunit",
+                [
+                    Query(promql.recorded(kv_cache_rules.OFFLOAD_CPU_USAGE, INSTANCE_FILTERS), _WHO),
+                    Query(rate("offload_allocation_failures"), "allocation failures/s {{model_name}}"),
+                ],
+                width=8,
+                max_val=1,
+                no_value=off,
+            ),
+            timeseries(
+                "NIXL transfers",
+                f"Time of one KV transfer (p50, p95 per model over {cfg.intervals.rate}) and failed transfers "
+                "per second: slow or failing transfers stall decode on the receiving side.",
+                "s",
+                [
+                    *(
+                        Query(
+                            promql.recorded(conventions.quantile(cfg, nixl, "model", qv), MODEL_FILTERS),
+                            f"p{round(qv * 100)} {{{{model_name}}}}",
+                        )
+                        for qv in kv_cache_rules.RESIDENCY_QUANTILES
+                    ),
+                    Query(rate("nixl_failed_transfers"), "failed/s {{model_name}}"),
+                ],
+                width=8,
+                no_value=off,
+            ),
+        ],
+    )
+
+
 def _preemptions(cfg: Config) -> Section:
     return Section(
         "Preemptions",
@@ -289,6 +348,7 @@ def dashboards(cfg: Config) -> dict[str, dict[str, Any]]:
             _usage(cfg),
             _prefix(cfg),
             _residency(cfg),
+            _transfer(cfg),
             _preemptions(cfg),
             _queue(cfg),
             _phases(cfg),

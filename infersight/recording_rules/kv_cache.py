@@ -45,6 +45,15 @@ RESIDENCY_HISTOGRAMS = (
     ("vllm:kv_block_reuse_gap_seconds", "Reuse gap"),
 )
 RESIDENCY_QUANTILES = (0.5, 0.95)
+# KV connectors (--kv-transfer-config): NIXL transfers and offload traffic, per model.
+NIXL_XFER_TIME = "vllm:nixl_xfer_time_seconds"
+TRANSFER_RATES = {
+    "offload_load_bytes": "vllm:kv_offload_load_bytes_total",
+    "offload_store_bytes": "vllm:kv_offload_store_bytes_total",
+    "offload_allocation_failures": "vllm:kv_offload_allocation_failure_total",
+    "nixl_failed_transfers": "vllm:nixl_num_failed_transfers_total",
+}
+OFFLOAD_CPU_USAGE = conventions.record_name("instance", "vllm:kv_offload_cpu_cache_usage", "max")
 
 
 # Per-engine views: the alerts' usage average and preemption rate are PromQL over the raw series
@@ -220,6 +229,26 @@ def _cached_prompt_rules(cfg: Config) -> list[RecordingRule]:
     return rules
 
 
+def transfer_rate(cfg: Config, kind: str) -> str:
+    """Per model and second: one of TRANSFER_RATES."""
+    return conventions.record_name("model", f"vllm:kv_{kind}", conventions.op_rate(cfg))
+
+
+def _transfer_rules(cfg: Config) -> list[RecordingRule]:
+    """What a KV connector moves, per model; none of these series exist without one."""
+    sel, w = cfg.selectors.vllm, cfg.scaled(cfg.intervals.rate)
+    rules = [
+        RecordingRule(transfer_rate(cfg, kind), promql.sum_by(MODEL, promql.rate(metric, w, sel)))
+        for kind, metric in TRANSFER_RATES.items()
+    ]
+    rules.append(
+        RecordingRule(
+            OFFLOAD_CPU_USAGE, promql.agg("max", INSTANCE, promql.series("vllm:kv_offload_cpu_cache_usage_perc", sel))
+        )
+    )
+    return rules + quantile_rules(cfg, NIXL_XFER_TIME, RESIDENCY_QUANTILES)
+
+
 def _phase_group_name(metric: str) -> str:
     """vllm:request_queue_time_seconds -> infersight-kv-cache-queue-time"""
     phase = metric.removeprefix("vllm:request_").removesuffix("_seconds").replace("_", "-")
@@ -227,15 +256,17 @@ def _phase_group_name(metric: str) -> str:
 
 
 def groups(cfg: Config) -> list[RuleGroup]:
-    """One group for usage, scheduler and prefix cache, one for prompt-token sources, one for KV block
-    residency, one for batch fill and one per request-phase histogram: each within a Mimir ruler's 20
-    rules per group; no rule reads a later group of this pack."""
+    """One group for usage, scheduler and prefix cache, then one each for prompt-token sources, KV
+    block residency, KV connectors (transfer and offload), batch fill and every request-phase
+    histogram: each within a Mimir ruler's 20 rules per group; no rule reads a later group of this
+    pack."""
     interval = cfg.scaled(cfg.intervals.evaluation)
     rules = [*_usage_rules(cfg), *_engine_rules(cfg), *_scheduler_rules(cfg), *_prefix_rules(cfg)]
     out = conventions.split_groups("infersight-kv-cache", interval, rules)
     out += conventions.split_groups("infersight-kv-cache-prompt-sources", interval, _cached_prompt_rules(cfg))
     residency = [r for metric, _ in RESIDENCY_HISTOGRAMS for r in quantile_rules(cfg, metric, RESIDENCY_QUANTILES)]
     out += conventions.split_groups("infersight-kv-cache-residency", interval, residency)
+    out += conventions.split_groups("infersight-kv-cache-transfer", interval, _transfer_rules(cfg))
     out += conventions.split_groups(
         "infersight-kv-cache-batch", interval, quantile_rules(cfg, BATCH_TOKENS, BATCH_QUANTILES, (0.95,))
     )

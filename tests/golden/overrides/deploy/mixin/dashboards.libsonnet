@@ -2894,6 +2894,221 @@ local f = import 'lib/format.libsonnet';
           },
           "id": 15,
           "panels": [],
+          "title": "KV transfer and offload",
+          "type": "row",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Bytes per second per model stored to the offload tier and loaded back from it. Loads are prefills saved; stores without later loads only cost bandwidth.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No KV connector here: these series need --kv-transfer-config with NixlConnector (disaggregated prefill) or OffloadingConnector (KV offload to CPU)",
+              "unit": "Bps",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 0,
+            "y": 36,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_offload_store_bytes:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "store {{model_name}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_offload_load_bytes:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "load {{model_name}}",
+              "refId": "B",
+            },
+          ],
+          "title": "KV offload traffic",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 16,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Fullest engine of each server: a full offload cache turns stores into allocation failures.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "max": 1,
+              "min": 0,
+              "noValue": "No KV connector here: these series need --kv-transfer-config with NixlConnector (disaggregated prefill) or OffloadingConnector (KV offload to CPU)",
+              "unit": "percentunit",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 8,
+            "y": 36,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "instance:vllm_kv_offload_cpu_cache_usage:max{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}",
+              "legendFormat": "{{model_name}} @ {{instance}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_offload_allocation_failures:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "allocation failures/s {{model_name}}",
+              "refId": "B",
+            },
+          ],
+          "title": "CPU offload cache usage",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 17,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Time of one KV transfer (p50, p95 per model over " + f.duration($._config["intervals.rate"]) + ") and failed transfers per second: slow or failing transfers stall decode on the receiving side.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No KV connector here: these series need --kv-transfer-config with NixlConnector (disaggregated prefill) or OffloadingConnector (KV offload to CPU)",
+              "unit": "s",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 16,
+            "y": 36,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_nixl_xfer_time_seconds:p50_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "p50 {{model_name}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_nixl_xfer_time_seconds:p95_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "p95 {{model_name}}",
+              "refId": "B",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_nixl_failed_transfers:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "failed/s {{model_name}}",
+              "refId": "C",
+            },
+          ],
+          "title": "NIXL transfers",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 18,
+        },
+        {
+          "collapsed": false,
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 44,
+          },
+          "id": 19,
+          "panels": [],
           "title": "Preemptions",
           "type": "row",
         },
@@ -2917,7 +3132,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 36,
+            "y": 45,
           },
           "options": {
             "legend": {
@@ -2949,7 +3164,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Preemptions per server",
           "transparent": false,
           "type": "timeseries",
-          "id": 16,
+          "id": 20,
         },
         {
           "datasource": {
@@ -2971,7 +3186,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 36,
+            "y": 45,
           },
           "options": {
             "legend": {
@@ -3003,7 +3218,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Preemptions per finished request",
           "transparent": false,
           "type": "timeseries",
-          "id": 17,
+          "id": 21,
         },
         {
           "collapsed": false,
@@ -3011,9 +3226,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 44,
+            "y": 53,
           },
-          "id": 18,
+          "id": 22,
           "panels": [],
           "title": "Queue",
           "type": "row",
@@ -3038,7 +3253,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 0,
-            "y": 45,
+            "y": 54,
           },
           "options": {
             "legend": {
@@ -3079,7 +3294,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Queue depth",
           "transparent": false,
           "type": "timeseries",
-          "id": 19,
+          "id": 23,
         },
         {
           "datasource": {
@@ -3104,7 +3319,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 8,
-            "y": 45,
+            "y": 54,
           },
           "options": {
             "legend": {
@@ -3136,7 +3351,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Waiting by reason",
           "transparent": false,
           "type": "timeseries",
-          "id": 20,
+          "id": 24,
         },
         {
           "datasource": {
@@ -3157,7 +3372,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 45,
+            "y": 54,
           },
           "options": {
             "legend": {
@@ -3189,7 +3404,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Queue growth",
           "transparent": false,
           "type": "timeseries",
-          "id": 21,
+          "id": 25,
         },
         {
           "collapsed": false,
@@ -3197,9 +3412,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 53,
+            "y": 62,
           },
-          "id": 22,
+          "id": 26,
           "panels": [],
           "title": "Request phases",
           "type": "row",
@@ -3224,7 +3439,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 0,
-            "y": 54,
+            "y": 63,
           },
           "options": {
             "legend": {
@@ -3274,7 +3489,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Queue time latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 23,
+          "id": 27,
         },
         {
           "datasource": {
@@ -3296,7 +3511,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 8,
-            "y": 54,
+            "y": 63,
           },
           "options": {
             "legend": {
@@ -3346,7 +3561,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Prefill time latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 24,
+          "id": 28,
         },
         {
           "datasource": {
@@ -3368,7 +3583,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 54,
+            "y": 63,
           },
           "options": {
             "legend": {
@@ -3418,7 +3633,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Decode time latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 25,
+          "id": 29,
         },
         {
           "collapsed": false,
@@ -3426,9 +3641,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 62,
+            "y": 71,
           },
-          "id": 26,
+          "id": 30,
           "panels": [],
           "title": "Batch and admission",
           "type": "row",
@@ -3453,7 +3668,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 63,
+            "y": 72,
           },
           "options": {
             "legend": {
@@ -3494,7 +3709,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Batch fill (tokens per step)",
           "transparent": false,
           "type": "timeseries",
-          "id": 27,
+          "id": 31,
         },
         {
           "datasource": {
@@ -3516,7 +3731,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 63,
+            "y": 72,
           },
           "options": {
             "legend": {
@@ -3548,7 +3763,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Admission rejections",
           "transparent": false,
           "type": "timeseries",
-          "id": 28,
+          "id": 32,
         },
       ],
       "refresh": "30s",

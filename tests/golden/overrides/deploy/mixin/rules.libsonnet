@@ -278,6 +278,44 @@ local f = import 'lib/format.libsonnet';
         ],
       },
       {
+        "name": "infersight-kv-cache-transfer.rules",
+        "interval": f.duration($._config["intervals.evaluation"]),
+        "rules": [
+          {
+            "record": "model:vllm_kv_offload_load_bytes:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, model_name) (rate(vllm:kv_offload_load_bytes_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+          {
+            "record": "model:vllm_kv_offload_store_bytes:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, model_name) (rate(vllm:kv_offload_store_bytes_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+          {
+            "record": "model:vllm_kv_offload_allocation_failures:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, model_name) (rate(vllm:kv_offload_allocation_failure_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+          {
+            "record": "model:vllm_kv_nixl_failed_transfers:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, model_name) (rate(vllm:nixl_num_failed_transfers_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+          {
+            "record": "instance:vllm_kv_offload_cpu_cache_usage:max",
+            "expr": "max by (job, instance, model_name) (vllm:kv_offload_cpu_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + "})",
+          },
+          {
+            "record": "model:vllm_nixl_xfer_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, model_name, le) (rate(vllm:nixl_xfer_time_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+          {
+            "record": "model:vllm_nixl_xfer_time_seconds:p50_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "histogram_quantile(0.5, sum by (le, job, model_name) (model:vllm_nixl_xfer_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
+          },
+          {
+            "record": "model:vllm_nixl_xfer_time_seconds:p95_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "histogram_quantile(0.95, sum by (le, job, model_name) (model:vllm_nixl_xfer_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
+          },
+        ],
+      },
+      {
         "name": "infersight-kv-cache-batch.rules",
         "interval": f.duration($._config["intervals.evaluation"]),
         "rules": [
