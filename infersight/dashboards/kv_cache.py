@@ -199,30 +199,36 @@ def _transfer(cfg: Config) -> Section:
                 "CPU offload cache usage",
                 "Fullest engine of each server: a full offload cache turns stores into allocation failures.",
                 "percentunit",
-                [
-                    Query(promql.recorded(kv_cache_rules.OFFLOAD_CPU_USAGE, INSTANCE_FILTERS), _WHO),
-                    Query(rate("offload_allocation_failures"), "allocation failures/s {{model_name}}"),
-                ],
+                [Query(promql.recorded(kv_cache_rules.OFFLOAD_CPU_USAGE, INSTANCE_FILTERS), _WHO)],
                 width=8,
                 max_val=1,
                 no_value=off,
             ),
             timeseries(
-                "NIXL transfers",
-                f"Time of one KV transfer (p50, p95 per model over {cfg.intervals.rate}) and failed transfers "
-                "per second: slow or failing transfers stall decode on the receiving side.",
+                "NIXL transfer time",
+                f"Time of one KV transfer, p50 and p95 per model over {cfg.intervals.rate}: slow transfers "
+                "stall decode on the receiving side.",
                 "s",
                 [
-                    *(
-                        Query(
-                            promql.recorded(conventions.quantile(cfg, nixl, "model", qv), MODEL_FILTERS),
-                            f"p{round(qv * 100)} {{{{model_name}}}}",
-                        )
-                        for qv in kv_cache_rules.RESIDENCY_QUANTILES
-                    ),
-                    Query(rate("nixl_failed_transfers"), "failed/s {{model_name}}"),
+                    Query(
+                        promql.recorded(conventions.quantile(cfg, nixl, "model", qv), MODEL_FILTERS),
+                        f"p{round(qv * 100)} {{{{model_name}}}}",
+                    )
+                    for qv in kv_cache_rules.RESIDENCY_QUANTILES
                 ],
                 width=8,
+                no_value=off,
+            ),
+            timeseries(
+                "KV connector failures",
+                "Per model and second: NIXL transfers that failed (handshakes and notifications included) "
+                "and offload stores that found the offload cache full.",
+                "short",
+                [
+                    Query(rate("nixl_failed_transfers"), "NIXL failed {{model_name}}"),
+                    Query(rate("offload_allocation_failures"), "offload allocation failed {{model_name}}"),
+                ],
+                width=24,
                 no_value=off,
             ),
         ],

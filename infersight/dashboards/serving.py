@@ -338,7 +338,10 @@ def _lora(cfg: Config) -> Section:
 
 
 def _compute(cfg: Config) -> Section:
-    off = "No MFU estimates here: vLLM exports them at 0 without --enable-mfu-metrics, and 0 is not recorded"
+    off = (
+        "No MFU estimates: vLLM was started without --enable-mfu-metrics (it then exports 0, which is not "
+        "recorded), or the engine is idle"
+    )
     engine = [*INSTANCE_FILTERS, 'engine=~"$engine"']
     who = "{{model_name}} @ {{instance}} e{{engine}}"
     return Section(

@@ -41,7 +41,7 @@ def _acceptance(cfg: Config) -> Section:
                 "Draft acceptance rate per model",
                 "Accepted over proposed draft tokens. The speedup comes from accepted tokens; a falling "
                 "rate means the drafter's guesses stopped matching the model (new traffic, a changed "
-                "model or draft model).",
+                "model or draft model). Per model: the instance variable does not narrow it.",
                 "percentunit",
                 [
                     Query(
@@ -70,7 +70,8 @@ def _acceptance(cfg: Config) -> Section:
             timeseries(
                 "Mean accepted length",
                 "Tokens each verification step yields: 1 + accepted draft tokens per draft. 1 means "
-                "the drafts bring nothing; the most is 1 + the draft length (num_speculative_tokens).",
+                "the drafts bring nothing; the most is 1 + the draft length (num_speculative_tokens). Per "
+                "model: the instance variable does not narrow it.",
                 "short",
                 [Query(promql.recorded(spec_rules.accepted_length(cfg, "model"), MODEL_FILTERS), "{{model_name}}")],
                 width=8,
@@ -80,7 +81,8 @@ def _acceptance(cfg: Config) -> Section:
                 "Acceptance by draft position",
                 "How often the token at each position of the draft was accepted, per draft. Later "
                 "positions are accepted only after every earlier one: a steep fall says a shorter "
-                "draft (num_speculative_tokens) would waste less verification.",
+                "draft (num_speculative_tokens) would waste less verification. Per model: the instance "
+                "variable does not narrow it.",
                 "percentunit",
                 [
                     Query(

@@ -14,7 +14,7 @@ from infersight.conventions import ENGINE, INSTANCE, MODEL, QUANTILES
 from infersight.durations import Duration
 from infersight.recording_rules import serving as serving_rules
 from infersight.recording_rules.histograms import quantile_rules
-from infersight.recording_rules.ratios import counter_ratio
+from infersight.recording_rules.ratios import counter_ratio, positive
 from infersight.rules import RecordingRule, RuleGroup
 
 KV_USAGE = "vllm:kv_cache_usage_perc"
@@ -167,11 +167,13 @@ def _prefix_rules(cfg: Config) -> list[RecordingRule]:
     hits = promql.rate("vllm:prefix_cache_hits_total", w, sel)
     rules = [
         RecordingRule(queries, promql.sum_by(INSTANCE, promql.rate("vllm:prefix_cache_queries_total", w, sel))),
-        # Hits are not recorded apart: queries x ratio gives them back.
-        RecordingRule(prefix_hit_ratio(cfg.intervals.rate), promql.ratio(promql.sum_by(INSTANCE, hits), queries)),
+        # Hits are not recorded apart: queries x ratio gives them back. No ratio while nothing is looked up.
+        RecordingRule(
+            prefix_hit_ratio(cfg.intervals.rate), promql.ratio(promql.sum_by(INSTANCE, hits), positive(queries))
+        ),
         RecordingRule(
             prefix_hit_ratio(cfg.intervals.rate, "model"),
-            promql.ratio(promql.sum_by(MODEL, hits), promql.sum_by(MODEL, queries)),
+            promql.ratio(promql.sum_by(MODEL, hits), positive(promql.sum_by(MODEL, queries))),
         ),
     ]
     baseline = cfg.kv_cache.alerts.prefix_collapse.baseline_window

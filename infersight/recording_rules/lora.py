@@ -21,8 +21,6 @@ BY = ("job", "instance")
 MAX_COUNTED = 16  # vLLM's --max-loras is 1 by default; a server with more shows "16 or more"
 STATES = {"running": "running_lora_adapters", "waiting": "waiting_lora_adapters"}
 ADAPTERS = conventions.record_name("instance", "vllm:lora_adapters", "count")
-# When each server's info last changed: its newest series has this value.
-NEWEST = conventions.record_name("instance", "vllm:lora_requests_info", "max")
 
 
 def _names(n: int) -> str:
@@ -37,7 +35,9 @@ def _names(n: int) -> str:
 
 def _count(cfg: Config, label: str) -> str:
     sel = cfg.selectors.vllm
-    newest = promql.recorded(NEWEST)
+    # Inline, not a recording: a scrape landing between two rules of a group would make the raw
+    # newest value exceed a recorded max, and no clause would match for that evaluation.
+    newest = promql.agg("max", BY, promql.series(INFO, sel))
     clauses = []
     for n in range(MAX_COUNTED + 1):
         # An empty label is an absent one: "=" "" matches a server with no adapter in that state.
@@ -48,6 +48,4 @@ def _count(cfg: Config, label: str) -> str:
 
 
 def rules(cfg: Config) -> list[RecordingRule]:
-    """The newest update per server first: each count compares the raw series with it."""
-    newest = RecordingRule(NEWEST, promql.agg("max", BY, promql.series(INFO, cfg.selectors.vllm)))
-    return [newest, *(RecordingRule(ADAPTERS, _count(cfg, label), {"state": state}) for state, label in STATES.items())]
+    return [RecordingRule(ADAPTERS, _count(cfg, label), {"state": state}) for state, label in STATES.items()]

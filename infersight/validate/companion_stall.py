@@ -7,13 +7,14 @@ companion's server can go many seconds without finishing a request. Prometheus s
 traffic stop, correctly. Only the completions the load generator recorded tell that apart from a
 rule that wrongly fires for a model whose traffic flowed.
 
-The check leans towards excusing, by at most a few scrape intervals (scaled: seconds): a recorded
-rate at evaluation ``t`` spans samples up to one scrape interval inside each end of its window,
-and the alert may read a recording up to one evaluation old. So at each evaluation only the
-completions in ``(t - window + scrape, t - evaluation - scrape]`` surely counted. The alert is
-excused when that count stayed under its threshold (its drop fraction below the companion's own
-mean rate over the baseline window) at every moment of its ``for:``, ending at most two
-evaluations before the poll that saw it firing. Pure functions; the caller reads the CSV.
+The check leans towards excusing by where its windows sit, never by the rate it holds them to: a
+recorded rate at evaluation ``t`` spans samples up to one scrape interval inside each end of its
+window, and the alert may read a recording up to one evaluation old. So at each evaluation only
+the completions in ``(t - window + scrape, t - evaluation - scrape]`` surely counted. The alert is
+excused when the rate over that part stayed under the alert's own threshold (its drop fraction
+below the companion's mean rate over the baseline window) at every moment of its ``for:``, ending
+at most two evaluations before the poll that saw it firing. Pure functions; the caller reads the
+CSV.
 """
 
 from __future__ import annotations
@@ -58,9 +59,10 @@ class StallRule:
 
 
 def read_completions(requests_csv: Path, run_start: float) -> list[float]:
-    """Unix times the run's successful requests finished (its ``requests.csv``), sorted."""
+    """Unix times the run's requests ended at the server (its ``requests.csv``), sorted: every row
+    with an end, whatever its status, as vllm:request_success_total counts aborts and errors too."""
     with requests_csv.open(newline="") as f:
-        rows = [r for r in csv.DictReader(f) if r.get("status") == "200" and r.get("sent_s") and r.get("e2e_s")]
+        rows = [r for r in csv.DictReader(f) if r.get("sent_s") and r.get("e2e_s")]
     return sorted(run_start + float(r["sent_s"]) + float(r["e2e_s"]) for r in rows)
 
 
@@ -76,14 +78,15 @@ def collapsed_before(done: Sequence[float], started: float, rule: StallRule, see
     if seen_firing <= first:
         return None
     baseline = _count(done, first, seen_firing) / (seen_firing - first)
-    ceiling = (1 - rule.drop_fraction) * baseline * rule.window_s  # completions per window it fires under
+    floor = (1 - rule.drop_fraction) * baseline  # the rate (per second) the alert fires under
     lead = rule.scrape_s
     lag = rule.evaluation_s + rule.scrape_s
-    if rule.window_s <= lead + lag:  # no completion surely counted: it cannot be told
+    surely = rule.window_s - lead - lag  # the part of each window whose completions surely counted
+    if surely <= 0:  # none: it cannot be told
         return None
 
     def low(t: float) -> bool:
-        return _count(done, t - rule.window_s + lead, t - lag) < ceiling
+        return _count(done, t - rule.window_s + lead, t - lag) < floor * surely
 
     steps = round(rule.for_s / STEP_S)
     latest = seen_firing
@@ -91,9 +94,9 @@ def collapsed_before(done: Sequence[float], started: float, rule: StallRule, see
         if all(low(latest - k * STEP_S) for k in range(steps + 1)):
             quiet_from, quiet_to = latest - rule.for_s - rule.window_s + lead - started, latest - lag - started
             return (
-                f"the companion's own server finished fewer than {ceiling:.1f} requests in each "
-                f"{rule.window_s:g}s window the alert read from +{quiet_from:.1f}s to +{quiet_to:.1f}s of its "
-                f"load ({(1 - rule.drop_fraction) * 100:g}% of its mean {baseline:.2f}/s): its traffic did collapse"
+                f"the companion's own server finished requests at under {floor:.2f}/s "
+                f"({(1 - rule.drop_fraction) * 100:g}% of its mean {baseline:.2f}/s) in every window the alert "
+                f"read from +{quiet_from:.1f}s to +{quiet_to:.1f}s of its load: its traffic did collapse"
             )
         latest -= STEP_S
     return None

@@ -4,6 +4,7 @@ an alert timeline for the log."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Collection
 from pathlib import Path
@@ -136,15 +137,24 @@ def assert_queries_eventually(
         pytest.fail(f"not met within {timeout:.0f}s, {what}:\n{missing}")
 
 
+def finite(result: list[dict[str, Any]]) -> bool:
+    """A query result with a finite sample: a series of NaN (a quantile of nothing) is no data."""
+    return any(math.isfinite(float(series["value"][1])) for series in result)
+
+
 def assert_every_query_answers(
-    stack: ObservedStack, board_file: str, timeout: float = 90, panels: Collection[str] = ()
+    stack: ObservedStack,
+    board_file: str,
+    timeout: float = 90,
+    panels: Collection[str] = (),
+    accept: Callable[[list[dict[str, Any]]], bool] = bool,
 ) -> None:
     """Each query of the dashboard (of the ``panels`` titled so, when given) returns data at least
-    once (a scrape may still be late)."""
+    once (a scrape may still be late); ``accept`` says what counts as data."""
     board = stack.bundle.dashboard(board_file)
     if panels:
         board = {"panels": [p for p in board.get("panels", []) if p.get("title") in panels]}
         assert {p["title"] for p in board["panels"]} == set(panels), f"{board_file} lacks a panel of {panels}"
     queries = {where: substitute(expr) for where, expr in dashboard_queries(board)}
     assert len(queries) >= max(len(panels), 5)
-    assert_queries_eventually(stack.prometheus, queries, bool, timeout, f"data for every query of {board_file}")
+    assert_queries_eventually(stack.prometheus, queries, accept, timeout, f"data for every query of {board_file}")

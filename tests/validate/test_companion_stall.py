@@ -32,6 +32,7 @@ def test_a_companion_that_finished_nothing_for_long_enough_excuses_the_alert() -
     done = steady(0, 50) + steady(59.7, 90)
     reason = collapsed_before(done, T0, RULE, seen_firing=T0 + 59.5)
     assert reason is not None and "did collapse" in reason and "mean 0.84/s" in reason  # 50 finished in 59.5 s
+    assert "under 0.08/s" in reason  # the alert's own threshold: 10 % of that mean
 
 
 def test_a_steady_companion_or_a_short_gap_does_not() -> None:
@@ -51,6 +52,13 @@ def test_a_fast_companion_that_slowed_to_a_tenth_excuses_it_without_a_gap() -> N
     done = steady(0, 40, every=0.1) + steady(40.5, 80, every=2.0)
     assert collapsed_before(done, T0, RULE, seen_firing=T0 + 52) is not None
     assert collapsed_before(done, T0, RULE, seen_firing=T0 + 40) is None
+
+
+def test_a_companion_that_slowed_but_stayed_over_the_alerts_threshold_does_not() -> None:
+    # 10 requests/s, then 1.5/s: 15 % of what it was, over the alert's 10 %, so Prometheus could not
+    # have fired; counted over the shorter part of each window that surely counted, it still is not low.
+    done = steady(0, 40, every=0.1) + steady(40.5, 80, every=1 / 1.5)
+    assert collapsed_before(done, T0, RULE, seen_firing=T0 + 55) is None
 
 
 def test_windows_too_short_for_the_intervals_excuse_nothing() -> None:
@@ -86,4 +94,5 @@ def test_completions_are_read_from_the_loadgens_csv(tmp_path: Path) -> None:
     ]
     path = tmp_path / "requests.csv"
     path.write_text(csv_text(records, ["companion"]))
-    assert read_completions(path, T0) == [T0 + 0.75, T0 + 1.5]
+    # Every request that ended at the server, the failed one too: vLLM counts aborts and errors as finished.
+    assert read_completions(path, T0) == [T0 + 0.75, T0 + 1.5, T0 + 2.1]

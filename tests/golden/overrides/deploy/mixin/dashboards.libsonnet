@@ -3011,15 +3011,6 @@ local f = import 'lib/format.libsonnet';
               "legendFormat": "{{model_name}} @ {{instance}}",
               "refId": "A",
             },
-            {
-              "datasource": {
-                "type": "prometheus",
-                "uid": "${datasource}",
-              },
-              "expr": "model:vllm_kv_offload_allocation_failures:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
-              "legendFormat": "allocation failures/s {{model_name}}",
-              "refId": "B",
-            },
           ],
           "title": "CPU offload cache usage",
           "transparent": false,
@@ -3031,7 +3022,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Time of one KV transfer (p50, p95 per model over " + f.duration($._config["intervals.rate"]) + ") and failed transfers per second: slow or failing transfers stall decode on the receiving side.",
+          "description": "Time of one KV transfer, p50 and p95 per model over " + f.duration($._config["intervals.rate"]) + ": slow transfers stall decode on the receiving side.",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -3084,20 +3075,75 @@ local f = import 'lib/format.libsonnet';
               "legendFormat": "p95 {{model_name}}",
               "refId": "B",
             },
+          ],
+          "title": "NIXL transfer time",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 18,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Per model and second: NIXL transfers that failed (handshakes and notifications included) and offload stores that found the offload cache full.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No KV connector here: these series need --kv-transfer-config with NixlConnector (disaggregated prefill) or OffloadingConnector (KV offload to CPU)",
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 24,
+            "x": 0,
+            "y": 44,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
             {
               "datasource": {
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
               "expr": "model:vllm_kv_nixl_failed_transfers:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
-              "legendFormat": "failed/s {{model_name}}",
-              "refId": "C",
+              "legendFormat": "NIXL failed {{model_name}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_offload_allocation_failures:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "offload allocation failed {{model_name}}",
+              "refId": "B",
             },
           ],
-          "title": "NIXL transfers",
+          "title": "KV connector failures",
           "transparent": false,
           "type": "timeseries",
-          "id": 18,
+          "id": 19,
         },
         {
           "collapsed": false,
@@ -3105,9 +3151,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 44,
+            "y": 52,
           },
-          "id": 19,
+          "id": 20,
           "panels": [],
           "title": "Preemptions",
           "type": "row",
@@ -3132,7 +3178,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 45,
+            "y": 53,
           },
           "options": {
             "legend": {
@@ -3164,7 +3210,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Preemptions per server",
           "transparent": false,
           "type": "timeseries",
-          "id": 20,
+          "id": 21,
         },
         {
           "datasource": {
@@ -3186,7 +3232,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 45,
+            "y": 53,
           },
           "options": {
             "legend": {
@@ -3218,7 +3264,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Preemptions per finished request",
           "transparent": false,
           "type": "timeseries",
-          "id": 21,
+          "id": 22,
         },
         {
           "collapsed": false,
@@ -3226,9 +3272,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 53,
+            "y": 61,
           },
-          "id": 22,
+          "id": 23,
           "panels": [],
           "title": "Queue",
           "type": "row",
@@ -3253,7 +3299,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 0,
-            "y": 54,
+            "y": 62,
           },
           "options": {
             "legend": {
@@ -3294,7 +3340,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Queue depth",
           "transparent": false,
           "type": "timeseries",
-          "id": 23,
+          "id": 24,
         },
         {
           "datasource": {
@@ -3319,7 +3365,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 8,
-            "y": 54,
+            "y": 62,
           },
           "options": {
             "legend": {
@@ -3351,7 +3397,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Waiting by reason",
           "transparent": false,
           "type": "timeseries",
-          "id": 24,
+          "id": 25,
         },
         {
           "datasource": {
@@ -3372,7 +3418,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 54,
+            "y": 62,
           },
           "options": {
             "legend": {
@@ -3404,7 +3450,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Queue growth",
           "transparent": false,
           "type": "timeseries",
-          "id": 25,
+          "id": 26,
         },
         {
           "collapsed": false,
@@ -3412,9 +3458,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 62,
+            "y": 70,
           },
-          "id": 26,
+          "id": 27,
           "panels": [],
           "title": "Request phases",
           "type": "row",
@@ -3439,7 +3485,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 0,
-            "y": 63,
+            "y": 71,
           },
           "options": {
             "legend": {
@@ -3489,7 +3535,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Queue time latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 27,
+          "id": 28,
         },
         {
           "datasource": {
@@ -3511,7 +3557,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 8,
-            "y": 63,
+            "y": 71,
           },
           "options": {
             "legend": {
@@ -3561,7 +3607,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Prefill time latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 28,
+          "id": 29,
         },
         {
           "datasource": {
@@ -3583,7 +3629,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 63,
+            "y": 71,
           },
           "options": {
             "legend": {
@@ -3633,7 +3679,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Decode time latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 29,
+          "id": 30,
         },
         {
           "collapsed": false,
@@ -3641,9 +3687,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 71,
+            "y": 79,
           },
-          "id": 30,
+          "id": 31,
           "panels": [],
           "title": "Batch and admission",
           "type": "row",
@@ -3668,7 +3714,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 72,
+            "y": 80,
           },
           "options": {
             "legend": {
@@ -3709,7 +3755,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Batch fill (tokens per step)",
           "transparent": false,
           "type": "timeseries",
-          "id": 31,
+          "id": 32,
         },
         {
           "datasource": {
@@ -3731,7 +3777,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 72,
+            "y": 80,
           },
           "options": {
             "legend": {
@@ -3763,7 +3809,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Admission rejections",
           "transparent": false,
           "type": "timeseries",
-          "id": 32,
+          "id": 33,
         },
       ],
       "refresh": "30s",
@@ -6198,7 +6244,7 @@ local f = import 'lib/format.libsonnet';
                 "fillOpacity": 10,
               },
               "min": 0,
-              "noValue": "No MFU estimates here: vLLM exports them at 0 without --enable-mfu-metrics, and 0 is not recorded",
+              "noValue": "No MFU estimates: vLLM was started without --enable-mfu-metrics (it then exports 0, which is not recorded), or the engine is idle",
               "unit": "flops",
             },
             "overrides": [],
@@ -6253,7 +6299,7 @@ local f = import 'lib/format.libsonnet';
                 "fillOpacity": 10,
               },
               "min": 0,
-              "noValue": "No MFU estimates here: vLLM exports them at 0 without --enable-mfu-metrics, and 0 is not recorded",
+              "noValue": "No MFU estimates: vLLM was started without --enable-mfu-metrics (it then exports 0, which is not recorded), or the engine is idle",
               "unit": "Bps",
             },
             "overrides": [],
@@ -7238,7 +7284,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Accepted over proposed draft tokens. The speedup comes from accepted tokens; a falling rate means the drafter's guesses stopped matching the model (new traffic, a changed model or draft model).",
+          "description": "Accepted over proposed draft tokens. The speedup comes from accepted tokens; a falling rate means the drafter's guesses stopped matching the model (new traffic, a changed model or draft model). Per model: the instance variable does not narrow it.",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -7359,7 +7405,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Tokens each verification step yields: 1 + accepted draft tokens per draft. 1 means the drafts bring nothing; the most is 1 + the draft length (num_speculative_tokens).",
+          "description": "Tokens each verification step yields: 1 + accepted draft tokens per draft. 1 means the drafts bring nothing; the most is 1 + the draft length (num_speculative_tokens). Per model: the instance variable does not narrow it.",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -7414,7 +7460,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "How often the token at each position of the draft was accepted, per draft. Later positions are accepted only after every earlier one: a steep fall says a shorter draft (num_speculative_tokens) would waste less verification.",
+          "description": "How often the token at each position of the draft was accepted, per draft. Later positions are accepted only after every earlier one: a steep fall says a shorter draft (num_speculative_tokens) would waste less verification. Per model: the instance variable does not narrow it.",
           "fieldConfig": {
             "defaults": {
               "custom": {
