@@ -112,6 +112,11 @@ def check_expression(where: str, expr: str, recorded: frozenset[str], problems: 
             problems.append(f"{where}: names {name!r}, which is neither in the catalog nor recorded by the bundle")
 
 
+def flag_gated(panel: Mapping[str, Any]) -> bool:
+    """A panel whose series exist only with a vLLM flag says so in place of "No data" (its noValue)."""
+    return bool(((panel.get("fieldConfig") or {}).get("defaults") or {}).get("noValue"))
+
+
 def dashboard_queries(board: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     """(where, expr) for every panel target and variable query of a dashboard."""
     for panel in board.get("panels", []):

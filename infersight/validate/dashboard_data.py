@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from infersight.bundle import Dashboard
-from infersight.lint import dashboard_queries, substitute
+from infersight.lint import dashboard_queries, flag_gated, substitute
 from infersight.validate.apis import ApiError, PrometheusApi
 
 MAX_POINTS = 500  # per query: enough to find a sample, cheap for Prometheus
@@ -90,7 +90,7 @@ class _Checker:
             len(queries),
             series,
             tuple(errors),
-            str(((panel.get("fieldConfig") or {}).get("defaults") or {}).get("noValue") or ""),
+            str(panel["fieldConfig"]["defaults"]["noValue"]) if flag_gated(panel) else "",
         )
 
 
