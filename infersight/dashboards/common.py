@@ -181,9 +181,11 @@ def table(
     *,
     width: int = 24,
     height: int = 10,
+    no_value: str | None = None,
 ) -> TablePanel:
     """One row per ``key`` (label columns), one column per query: the queries' instant results
-    merged on their labels. A column with ``red_from`` colours each cell past it."""
+    merged on their labels. A column with ``red_from`` colours each cell past it. ``no_value``: what
+    it says instead of "No data"."""
     # Summed by the key: one row per key, and no __name__ (a column's metric name differs from
     # the next one's, and Grafana's merge keeps rows apart that differ in any shared label).
     queries = [Query(promql.sum_by(key, c.expr), instant=True, table=True) for c in columns]
@@ -203,6 +205,8 @@ def table(
         )
         .filterable(True)
     )
+    if no_value is not None:
+        panel = panel.no_value(no_value)
     for c in columns:
         properties = [dashboard_model.DynamicConfigValue(id_val="unit", value=c.unit)]
         if c.red_from is not None:

@@ -332,6 +332,7 @@ def _lora(cfg: Config) -> Section:
                 [Column(f"{newest} * 1000", "Last change", "dateTimeAsIso")],
                 width=12,
                 height=8,
+                no_value=off,
             ),
         ],
     )

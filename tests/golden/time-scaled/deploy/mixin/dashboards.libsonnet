@@ -5887,6 +5887,7 @@ local f = import 'lib/format.libsonnet';
                 "filterable": true,
                 "inspect": false,
               },
+              "noValue": "No LoRA here: vLLM exports vllm:lora_requests_info only when started with --enable-lora",
               "unit": "none",
             },
             "overrides": [
