@@ -78,6 +78,10 @@ _VLLM_SERVING = frozenset(
         "vllm:estimated_read_bytes_per_gpu_total",
         "vllm:estimated_write_bytes_per_gpu_total",
         "http_requests_total",
+        "process_cpu_seconds_total",
+        "process_max_fds",
+        "process_open_fds",
+        "process_resident_memory_bytes",
         "up",
     }
 )

@@ -372,9 +372,62 @@ def _compute(cfg: Config) -> Section:
     )
 
 
+def _api_server(cfg: Config) -> Section:
+    """The API server process of each vLLM (prometheus_client's process collector): read raw, one
+    series per server, as cheap as a recording would be."""
+    servers = [*cfg.selectors.vllm, *filters("job", "instance")]
+    fds = promql.ratio(promql.series("process_open_fds", servers), promql.series("process_max_fds", servers))
+    return Section(
+        "API server",
+        [
+            timeseries(
+                "HTTP requests by status",
+                "Requests per second the API server answered, by status class, per server: 4xx are the "
+                "clients' mistakes (bad parameters, a prompt over the context), 5xx the server's.",
+                "reqps",
+                [
+                    Query(
+                        promql.sum_by(
+                            ("job", "instance", "status"),
+                            promql.rate("http_requests_total", "$__rate_interval", servers),
+                        ),
+                        "{{instance}} {{status}}",
+                    )
+                ],
+                width=6,
+            ),
+            timeseries(
+                "API server CPU",
+                "CPU cores the API server process uses: tokenisation, detokenisation and streaming. Near "
+                "one core it limits throughput however fast the engine is (the engine core is another "
+                "process and not shown here).",
+                "short",
+                [Query(promql.rate("process_cpu_seconds_total", "$__rate_interval", servers), "{{instance}}")],
+                width=6,
+            ),
+            timeseries(
+                "API server memory",
+                "Resident memory of the API server process; steady growth under steady load is a leak.",
+                "bytes",
+                [Query(promql.series("process_resident_memory_bytes", servers), "{{instance}}")],
+                width=6,
+            ),
+            timeseries(
+                "Open file descriptors",
+                "Open descriptors over the process's limit: each streaming client holds at least one; at "
+                "100% new connections fail.",
+                "percentunit",
+                [Query(fds, "{{instance}}")],
+                width=6,
+                max_val=1,
+            ),
+        ],
+    )
+
+
 def dashboards(cfg: Config) -> dict[str, dict[str, Any]]:
     sections = [_overview(cfg), _instances(cfg), _traffic(cfg), _errors(cfg), _latency(cfg), _saturation(cfg)]
-    sections += [_lora(cfg), _compute(cfg)]
+    sections += [_api_server(cfg), _lora(cfg), _compute(cfg)]
     sections += [_slo(cfg, spec) for spec in serving_rules.slo_specs(cfg)]
     board = render(
         cfg,

@@ -5816,6 +5816,236 @@ local f = import 'lib/format.libsonnet';
           },
           "id": 26,
           "panels": [],
+          "title": "API server",
+          "type": "row",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Requests per second the API server answered, by status class, per server: 4xx are the clients' mistakes (bad parameters, a prompt over the context), 5xx the server's.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "unit": "reqps",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 6,
+            "x": 0,
+            "y": 73,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, instance, status) (rate(http_requests_total{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", instance=~\"$instance\"}[$__rate_interval]))",
+              "legendFormat": "{{instance}} {{status}}",
+              "refId": "A",
+            },
+          ],
+          "title": "HTTP requests by status",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 27,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "CPU cores the API server process uses: tokenisation, detokenisation and streaming. Near one core it limits throughput however fast the engine is (the engine core is another process and not shown here).",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 6,
+            "x": 6,
+            "y": 73,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "rate(process_cpu_seconds_total{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", instance=~\"$instance\"}[$__rate_interval])",
+              "legendFormat": "{{instance}}",
+              "refId": "A",
+            },
+          ],
+          "title": "API server CPU",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 28,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Resident memory of the API server process; steady growth under steady load is a leak.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "unit": "bytes",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 6,
+            "x": 12,
+            "y": 73,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "process_resident_memory_bytes{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", instance=~\"$instance\"}",
+              "legendFormat": "{{instance}}",
+              "refId": "A",
+            },
+          ],
+          "title": "API server memory",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 29,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Open descriptors over the process's limit: each streaming client holds at least one; at 100% new connections fail.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "max": 1,
+              "min": 0,
+              "unit": "percentunit",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 6,
+            "x": 18,
+            "y": 73,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "(process_open_fds{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", instance=~\"$instance\"})\n/\n(process_max_fds{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", instance=~\"$instance\"})",
+              "legendFormat": "{{instance}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Open file descriptors",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 30,
+        },
+        {
+          "collapsed": false,
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 81,
+          },
+          "id": 31,
+          "panels": [],
           "title": "LoRA adapters",
           "type": "row",
         },
@@ -5840,7 +6070,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 73,
+            "y": 82,
           },
           "options": {
             "legend": {
@@ -5872,7 +6102,7 @@ local f = import 'lib/format.libsonnet';
           "title": "LoRA adapters per server",
           "transparent": false,
           "type": "timeseries",
-          "id": 27,
+          "id": 32,
         },
         {
           "datasource": {
@@ -5909,7 +6139,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 73,
+            "y": 82,
           },
           "options": {
             "cellHeight": "sm",
@@ -5965,7 +6195,7 @@ local f = import 'lib/format.libsonnet';
           ],
           "transparent": false,
           "type": "table",
-          "id": 28,
+          "id": 33,
         },
         {
           "collapsed": false,
@@ -5973,9 +6203,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 81,
+            "y": 90,
           },
-          "id": 29,
+          "id": 34,
           "panels": [],
           "title": "Compute estimates (MFU)",
           "type": "row",
@@ -6001,7 +6231,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 82,
+            "y": 91,
           },
           "options": {
             "legend": {
@@ -6033,7 +6263,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Model FLOP/s per GPU",
           "transparent": false,
           "type": "timeseries",
-          "id": 30,
+          "id": 35,
         },
         {
           "datasource": {
@@ -6056,7 +6286,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 82,
+            "y": 91,
           },
           "options": {
             "legend": {
@@ -6097,7 +6327,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Memory traffic per GPU",
           "transparent": false,
           "type": "timeseries",
-          "id": 31,
+          "id": 36,
         },
         {
           "collapsed": false,
@@ -6105,9 +6335,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 90,
+            "y": 99,
           },
-          "id": 32,
+          "id": 37,
           "panels": [],
           "title": "SLO: Availability",
           "type": "row",
@@ -6138,7 +6368,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 0,
-            "y": 91,
+            "y": 100,
           },
           "options": {
             "colorMode": "value",
@@ -6171,7 +6401,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 33,
+          "id": 38,
         },
         {
           "datasource": {
@@ -6206,7 +6436,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 6,
-            "y": 91,
+            "y": 100,
           },
           "options": {
             "colorMode": "value",
@@ -6239,7 +6469,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 34,
+          "id": 39,
         },
         {
           "datasource": {
@@ -6261,7 +6491,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 91,
+            "y": 100,
           },
           "options": {
             "legend": {
@@ -6347,7 +6577,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 35,
+          "id": 40,
         },
         {
           "collapsed": false,
@@ -6355,9 +6585,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 99,
+            "y": 108,
           },
-          "id": 36,
+          "id": 41,
           "panels": [],
           "title": "SLO: TTFT",
           "type": "row",
@@ -6388,7 +6618,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 0,
-            "y": 100,
+            "y": 109,
           },
           "options": {
             "colorMode": "value",
@@ -6421,7 +6651,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 37,
+          "id": 42,
         },
         {
           "datasource": {
@@ -6456,7 +6686,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 6,
-            "y": 100,
+            "y": 109,
           },
           "options": {
             "colorMode": "value",
@@ -6489,7 +6719,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 38,
+          "id": 43,
         },
         {
           "datasource": {
@@ -6511,7 +6741,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 100,
+            "y": 109,
           },
           "options": {
             "legend": {
@@ -6597,7 +6827,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 39,
+          "id": 44,
         },
         {
           "collapsed": false,
@@ -6605,9 +6835,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 108,
+            "y": 117,
           },
-          "id": 40,
+          "id": 45,
           "panels": [],
           "title": "SLO: ITL",
           "type": "row",
@@ -6638,7 +6868,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 0,
-            "y": 109,
+            "y": 118,
           },
           "options": {
             "colorMode": "value",
@@ -6671,7 +6901,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 41,
+          "id": 46,
         },
         {
           "datasource": {
@@ -6706,7 +6936,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 6,
-            "y": 109,
+            "y": 118,
           },
           "options": {
             "colorMode": "value",
@@ -6739,7 +6969,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 42,
+          "id": 47,
         },
         {
           "datasource": {
@@ -6761,7 +6991,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 109,
+            "y": 118,
           },
           "options": {
             "legend": {
@@ -6847,7 +7077,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 43,
+          "id": 48,
         },
       ],
       "refresh": "30s",

@@ -6069,6 +6069,236 @@ local f = import 'lib/format.libsonnet';
           },
           "id": 26,
           "panels": [],
+          "title": "API server",
+          "type": "row",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Requests per second the API server answered, by status class, per server: 4xx are the clients' mistakes (bad parameters, a prompt over the context), 5xx the server's.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "unit": "reqps",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 6,
+            "x": 0,
+            "y": 73,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, instance, status) (rate(http_requests_total{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", instance=~\"$instance\"}[$__rate_interval]))",
+              "legendFormat": "{{instance}} {{status}}",
+              "refId": "A",
+            },
+          ],
+          "title": "HTTP requests by status",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 27,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "CPU cores the API server process uses: tokenisation, detokenisation and streaming. Near one core it limits throughput however fast the engine is (the engine core is another process and not shown here).",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 6,
+            "x": 6,
+            "y": 73,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "rate(process_cpu_seconds_total{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", instance=~\"$instance\"}[$__rate_interval])",
+              "legendFormat": "{{instance}}",
+              "refId": "A",
+            },
+          ],
+          "title": "API server CPU",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 28,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Resident memory of the API server process; steady growth under steady load is a leak.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "unit": "bytes",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 6,
+            "x": 12,
+            "y": 73,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "process_resident_memory_bytes{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", instance=~\"$instance\"}",
+              "legendFormat": "{{instance}}",
+              "refId": "A",
+            },
+          ],
+          "title": "API server memory",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 29,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Open descriptors over the process's limit: each streaming client holds at least one; at 100% new connections fail.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "max": 1,
+              "min": 0,
+              "unit": "percentunit",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 6,
+            "x": 18,
+            "y": 73,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "(process_open_fds{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", instance=~\"$instance\"})\n/\n(process_max_fds{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", instance=~\"$instance\"})",
+              "legendFormat": "{{instance}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Open file descriptors",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 30,
+        },
+        {
+          "collapsed": false,
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 81,
+          },
+          "id": 31,
+          "panels": [],
           "title": "LoRA adapters",
           "type": "row",
         },
@@ -6093,7 +6323,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 73,
+            "y": 82,
           },
           "options": {
             "legend": {
@@ -6125,7 +6355,7 @@ local f = import 'lib/format.libsonnet';
           "title": "LoRA adapters per server",
           "transparent": false,
           "type": "timeseries",
-          "id": 27,
+          "id": 32,
         },
         {
           "datasource": {
@@ -6162,7 +6392,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 73,
+            "y": 82,
           },
           "options": {
             "cellHeight": "sm",
@@ -6218,7 +6448,7 @@ local f = import 'lib/format.libsonnet';
           ],
           "transparent": false,
           "type": "table",
-          "id": 28,
+          "id": 33,
         },
         {
           "collapsed": false,
@@ -6226,9 +6456,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 81,
+            "y": 90,
           },
-          "id": 29,
+          "id": 34,
           "panels": [],
           "title": "Compute estimates (MFU)",
           "type": "row",
@@ -6254,7 +6484,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 82,
+            "y": 91,
           },
           "options": {
             "legend": {
@@ -6286,7 +6516,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Model FLOP/s per GPU",
           "transparent": false,
           "type": "timeseries",
-          "id": 30,
+          "id": 35,
         },
         {
           "datasource": {
@@ -6309,7 +6539,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 82,
+            "y": 91,
           },
           "options": {
             "legend": {
@@ -6350,7 +6580,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Memory traffic per GPU",
           "transparent": false,
           "type": "timeseries",
-          "id": 31,
+          "id": 36,
         },
         {
           "collapsed": false,
@@ -6358,9 +6588,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 90,
+            "y": 99,
           },
-          "id": 32,
+          "id": 37,
           "panels": [],
           "title": "SLO: Availability",
           "type": "row",
@@ -6391,7 +6621,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 0,
-            "y": 91,
+            "y": 100,
           },
           "options": {
             "colorMode": "value",
@@ -6424,7 +6654,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 33,
+          "id": 38,
         },
         {
           "datasource": {
@@ -6459,7 +6689,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 6,
-            "y": 91,
+            "y": 100,
           },
           "options": {
             "colorMode": "value",
@@ -6492,7 +6722,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 34,
+          "id": 39,
         },
         {
           "datasource": {
@@ -6514,7 +6744,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 91,
+            "y": 100,
           },
           "options": {
             "legend": {
@@ -6600,7 +6830,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 35,
+          "id": 40,
         },
         {
           "collapsed": false,
@@ -6608,9 +6838,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 99,
+            "y": 108,
           },
-          "id": 36,
+          "id": 41,
           "panels": [],
           "title": "SLO: TTFT",
           "type": "row",
@@ -6641,7 +6871,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 0,
-            "y": 100,
+            "y": 109,
           },
           "options": {
             "colorMode": "value",
@@ -6674,7 +6904,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 37,
+          "id": 42,
         },
         {
           "datasource": {
@@ -6709,7 +6939,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 6,
-            "y": 100,
+            "y": 109,
           },
           "options": {
             "colorMode": "value",
@@ -6742,7 +6972,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 38,
+          "id": 43,
         },
         {
           "datasource": {
@@ -6764,7 +6994,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 100,
+            "y": 109,
           },
           "options": {
             "legend": {
@@ -6850,7 +7080,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 39,
+          "id": 44,
         },
         {
           "collapsed": false,
@@ -6858,9 +7088,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 108,
+            "y": 117,
           },
-          "id": 40,
+          "id": 45,
           "panels": [],
           "title": "SLO: ITL",
           "type": "row",
@@ -6891,7 +7121,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 0,
-            "y": 109,
+            "y": 118,
           },
           "options": {
             "colorMode": "value",
@@ -6924,7 +7154,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 41,
+          "id": 46,
         },
         {
           "datasource": {
@@ -6959,7 +7189,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 6,
-            "y": 109,
+            "y": 118,
           },
           "options": {
             "colorMode": "value",
@@ -6992,7 +7222,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 42,
+          "id": 47,
         },
         {
           "datasource": {
@@ -7014,7 +7244,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 109,
+            "y": 118,
           },
           "options": {
             "legend": {
@@ -7100,7 +7330,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 43,
+          "id": 48,
         },
       ],
       "refresh": "30s",
