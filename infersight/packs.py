@@ -101,6 +101,8 @@ PACKS: tuple[Pack, ...] = (
         reads=frozenset(
             {
                 "vllm:admission_rejections_total",
+                "vllm:cache_config_info",
+                "vllm:engine_sleep_state",
                 "vllm:iteration_tokens_total",
                 "vllm:kv_block_idle_before_evict_seconds",
                 "vllm:kv_block_lifetime_seconds",

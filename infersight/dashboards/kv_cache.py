@@ -7,7 +7,7 @@ from typing import Any
 
 from infersight import conventions, promql
 from infersight.config import Config
-from infersight.dashboards.common import Query, Section, filters, render, timeseries
+from infersight.dashboards.common import Column, Query, Section, filters, render, table, timeseries
 from infersight.recording_rules import kv_cache as kv_cache_rules
 from infersight.recording_rules import serving as serving_rules
 
@@ -235,6 +235,45 @@ def _transfer(cfg: Config) -> Section:
     )
 
 
+def _configuration(cfg: Config) -> Section:
+    """Read raw: vLLM's config info and one-hot sleep state are a few constant series per engine."""
+    sel = cfg.selectors.vllm
+    engines = [*sel, *filters("job", "instance", "engine")]
+    return Section(
+        "Configuration",
+        [
+            table(
+                "Cache configuration",
+                "Each server's KV-cache settings as vLLM reports them (vllm:cache_config_info, no model_name), "
+                "and how many of its engines run with them. Tokens per block times blocks is the cache's size "
+                "in tokens; prefix caching caches full blocks only.",
+                ("job", "instance", "block_size", "num_gpu_blocks", "enable_prefix_caching"),
+                [Column(promql.series("vllm:cache_config_info", engines), "engines", "short")],
+                width=16,
+                height=8,
+            ),
+            timeseries(
+                "Engines by sleep state",
+                "Engines per model in each sleep state (vllm:engine_sleep_state): awake, weights offloaded or "
+                "everything discarded. A sleeping engine serves nothing until it is woken.",
+                "short",
+                [
+                    Query(
+                        promql.agg(
+                            "count",
+                            ("job", "model_name", "sleep_state"),
+                            f"{promql.series('vllm:engine_sleep_state', [*sel, *ENGINE_FILTERS])} == 1",
+                        ),
+                        "{{sleep_state}} {{model_name}}",
+                    )
+                ],
+                width=8,
+                height=8,
+            ),
+        ],
+    )
+
+
 def _preemptions(cfg: Config) -> Section:
     return Section(
         "Preemptions",
@@ -359,6 +398,7 @@ def dashboards(cfg: Config) -> dict[str, dict[str, Any]]:
             _queue(cfg),
             _phases(cfg),
             _batch(cfg),
+            _configuration(cfg),
         ],
     )
     return {FILE: board}

@@ -3558,6 +3558,165 @@ local f = import 'lib/format.libsonnet';
           "type": "timeseries",
           "id": 33,
         },
+        {
+          "collapsed": false,
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 88,
+          },
+          "id": 34,
+          "panels": [],
+          "title": "Configuration",
+          "type": "row",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Each server's KV-cache settings as vLLM reports them (vllm:cache_config_info, no model_name), and how many of its engines run with them. Tokens per block times blocks is the cache's size in tokens; prefix caching caches full blocks only.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "align": "auto",
+                "filterable": true,
+                "inspect": false,
+              },
+              "unit": "none",
+            },
+            "overrides": [
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "engines",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "short",
+                  },
+                ],
+              },
+            ],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 16,
+            "x": 0,
+            "y": 89,
+          },
+          "options": {
+            "cellHeight": "sm",
+            "footer": {
+              "countRows": false,
+              "reducer": [],
+              "show": false,
+            },
+            "frameIndex": 0,
+            "showHeader": true,
+            "showTypeIcons": false,
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, instance, block_size, num_gpu_blocks, enable_prefix_caching) (vllm:cache_config_info{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", instance=~\"$instance\", engine=~\"$engine\"})",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "A",
+            },
+          ],
+          "title": "Cache configuration",
+          "transformations": [
+            {
+              "id": "merge",
+              "options": {},
+            },
+            {
+              "id": "organize",
+              "options": {
+                "excludeByName": {
+                  "Time": true,
+                  "__name__": true,
+                },
+                "indexByName": {
+                  "Value #A": 5,
+                  "block_size": 2,
+                  "enable_prefix_caching": 4,
+                  "instance": 1,
+                  "job": 0,
+                  "num_gpu_blocks": 3,
+                },
+                "renameByName": {
+                  "Value #A": "engines",
+                },
+              },
+            },
+          ],
+          "transparent": false,
+          "type": "table",
+          "id": 35,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Engines per model in each sleep state (vllm:engine_sleep_state): awake, weights offloaded or everything discarded. A sleeping engine serves nothing until it is woken.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 16,
+            "y": 89,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "count by (job, model_name, sleep_state) (vllm:engine_sleep_state{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\", engine=~\"$engine\"} == 1)",
+              "legendFormat": "{{sleep_state}} {{model_name}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Engines by sleep state",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 36,
+        },
       ],
       "refresh": "30s",
       "schemaVersion": 42,
