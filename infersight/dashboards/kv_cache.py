@@ -370,12 +370,35 @@ def _batch(cfg: Config) -> Section:
                     Query(promql.recorded(kv_cache_rules.batch_mean(cfg), INSTANCE_FILTERS), "mean " + _WHO),
                     Query(promql.recorded(p95, INSTANCE_FILTERS), "p95 " + _WHO),
                 ],
+                width=8,
+            ),
+            timeseries(
+                "Engine steps per second",
+                "Scheduler steps per second per server, from the count of vLLM's tokens-per-step histogram "
+                "(read raw: one series per engine). Steps with tokens times batch fill is the token rate.",
+                "short",
+                [
+                    Query(
+                        promql.sum_by(
+                            conventions.INSTANCE,
+                            promql.rate(
+                                kv_cache_rules.BATCH_TOKENS,
+                                "$__rate_interval",
+                                [*cfg.selectors.vllm, *ENGINE_FILTERS],
+                                "_count",
+                            ),
+                        ),
+                        _WHO,
+                    )
+                ],
+                width=8,
             ),
             timeseries(
                 "Admission rejections",
                 "Requests refused at admission, per model, because a queue limit (requests or tokens) was reached.",
                 "reqps",
                 [Query(promql.recorded(kv_cache_rules.rejections(cfg), MODEL_FILTERS), "{{reason}} {{model_name}}")],
+                width=8,
             ),
         ],
     )

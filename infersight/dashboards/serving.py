@@ -69,6 +69,13 @@ def _overview(cfg: Config) -> Section:
                 [Query(f"sum({_selected(serving_rules.tokens(cfg, 'generation'))})")],
             ),
             stat(
+                "Engines",
+                "vLLM engines reporting (one per data-parallel rank of each server), selected models and instances.",
+                "short",
+                [Query(f"count({_selected(serving_rules.KV_USAGE_ENGINE, filters('engine'))})", instant=True)],
+                width=4,
+            ),
+            stat(
                 "KV-cache usage (max)",
                 "Fullest KV cache among the selected engines.",
                 "percentunit",

@@ -3459,7 +3459,7 @@ local f = import 'lib/format.libsonnet';
           },
           "gridPos": {
             "h": 8,
-            "w": 12,
+            "w": 8,
             "x": 0,
             "y": 80,
           },
@@ -3509,6 +3509,60 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
+          "description": "Scheduler steps per second per server, from the count of vLLM's tokens-per-step histogram (read raw: one series per engine). Steps with tokens times batch fill is the token rate.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 8,
+            "y": 80,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, instance, model_name) (rate(vllm:iteration_tokens_total_count{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\", engine=~\"$engine\"}[$__rate_interval]))",
+              "legendFormat": "{{model_name}} @ {{instance}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Engine steps per second",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 33,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
           "description": "Requests refused at admission, per model, because a queue limit (requests or tokens) was reached.",
           "fieldConfig": {
             "defaults": {
@@ -3522,8 +3576,8 @@ local f = import 'lib/format.libsonnet';
           },
           "gridPos": {
             "h": 8,
-            "w": 12,
-            "x": 12,
+            "w": 8,
+            "x": 16,
             "y": 80,
           },
           "options": {
@@ -3556,7 +3610,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Admission rejections",
           "transparent": false,
           "type": "timeseries",
-          "id": 33,
+          "id": 34,
         },
         {
           "collapsed": false,
@@ -3566,7 +3620,7 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 88,
           },
-          "id": 34,
+          "id": 35,
           "panels": [],
           "title": "Configuration",
           "type": "row",
@@ -3661,7 +3715,7 @@ local f = import 'lib/format.libsonnet';
           ],
           "transparent": false,
           "type": "table",
-          "id": 35,
+          "id": 36,
         },
         {
           "datasource": {
@@ -3715,7 +3769,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Engines by sleep state",
           "transparent": false,
           "type": "timeseries",
-          "id": 36,
+          "id": 37,
         },
       ],
       "refresh": "30s",
@@ -4787,6 +4841,67 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
+          "description": "vLLM engines reporting (one per data-parallel rank of each server), selected models and instances.",
+          "fieldConfig": {
+            "defaults": {
+              "thresholds": {
+                "mode": "absolute",
+                "steps": [
+                  {
+                    "color": "green",
+                    "value": null,
+                  },
+                ],
+              },
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 4,
+            "w": 4,
+            "x": 6,
+            "y": 5,
+          },
+          "options": {
+            "colorMode": "value",
+            "graphMode": "area",
+            "justifyMode": "auto",
+            "orientation": "auto",
+            "percentChangeColorMode": "standard",
+            "reduceOptions": {
+              "calcs": [
+                "lastNotNull",
+              ],
+              "values": false,
+            },
+            "showPercentChange": false,
+            "textMode": "auto",
+            "wideLayout": true,
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "count(engine:vllm_kv_cache_usage:ratio{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\", engine=~\"$engine\"})",
+              "instant": true,
+              "range": false,
+              "refId": "A",
+            },
+          ],
+          "title": "Engines",
+          "transparent": false,
+          "type": "stat",
+          "id": 7,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
           "description": "Fullest KV cache among the selected engines.",
           "fieldConfig": {
             "defaults": {
@@ -4810,7 +4925,7 @@ local f = import 'lib/format.libsonnet';
           "gridPos": {
             "h": 4,
             "w": 6,
-            "x": 6,
+            "x": 10,
             "y": 5,
           },
           "options": {
@@ -4843,7 +4958,7 @@ local f = import 'lib/format.libsonnet';
           "title": "KV-cache usage (max)",
           "transparent": false,
           "type": "stat",
-          "id": 7,
+          "id": 8,
         },
         {
           "collapsed": false,
@@ -4853,7 +4968,7 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 9,
           },
-          "id": 8,
+          "id": 9,
           "panels": [],
           "title": "Instances",
           "type": "row",
@@ -5187,7 +5302,7 @@ local f = import 'lib/format.libsonnet';
           ],
           "transparent": false,
           "type": "table",
-          "id": 9,
+          "id": 10,
         },
         {
           "collapsed": false,
@@ -5197,7 +5312,7 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 20,
           },
-          "id": 10,
+          "id": 11,
           "panels": [],
           "title": "Traffic",
           "type": "row",
@@ -5254,7 +5369,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Request rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 11,
+          "id": 12,
         },
         {
           "datasource": {
@@ -5317,7 +5432,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Token throughput",
           "transparent": false,
           "type": "timeseries",
-          "id": 12,
+          "id": 13,
         },
         {
           "datasource": {
@@ -5374,7 +5489,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Finished requests by reason",
           "transparent": false,
           "type": "timeseries",
-          "id": 13,
+          "id": 14,
         },
         {
           "collapsed": false,
@@ -5384,7 +5499,7 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 37,
           },
-          "id": 14,
+          "id": 15,
           "panels": [],
           "title": "Errors",
           "type": "row",
@@ -5441,7 +5556,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Request error ratio",
           "transparent": false,
           "type": "timeseries",
-          "id": 15,
+          "id": 16,
         },
         {
           "datasource": {
@@ -5495,7 +5610,7 @@ local f = import 'lib/format.libsonnet';
           "title": "HTTP 5xx ratio",
           "transparent": false,
           "type": "timeseries",
-          "id": 16,
+          "id": 17,
         },
         {
           "collapsed": false,
@@ -5505,7 +5620,7 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 46,
           },
-          "id": 17,
+          "id": 18,
           "panels": [],
           "title": "Latency",
           "type": "row",
@@ -5580,7 +5695,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 18,
+          "id": 19,
         },
         {
           "datasource": {
@@ -5652,7 +5767,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 19,
+          "id": 20,
         },
         {
           "datasource": {
@@ -5724,7 +5839,7 @@ local f = import 'lib/format.libsonnet';
           "title": "E2E latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 20,
+          "id": 21,
         },
         {
           "datasource": {
@@ -5778,7 +5893,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT p99 by instance",
           "transparent": false,
           "type": "timeseries",
-          "id": 21,
+          "id": 22,
         },
         {
           "collapsed": false,
@@ -5788,7 +5903,7 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 63,
           },
-          "id": 22,
+          "id": 23,
           "panels": [],
           "title": "Saturation",
           "type": "row",
@@ -5854,7 +5969,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Running and waiting requests",
           "transparent": false,
           "type": "timeseries",
-          "id": 23,
+          "id": 24,
         },
         {
           "datasource": {
@@ -5909,7 +6024,7 @@ local f = import 'lib/format.libsonnet';
           "title": "KV-cache usage",
           "transparent": false,
           "type": "timeseries",
-          "id": 24,
+          "id": 25,
         },
         {
           "datasource": {
@@ -5963,7 +6078,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Preemptions",
           "transparent": false,
           "type": "timeseries",
-          "id": 25,
+          "id": 26,
         },
         {
           "collapsed": false,
@@ -5973,7 +6088,7 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 72,
           },
-          "id": 26,
+          "id": 27,
           "panels": [],
           "title": "API server",
           "type": "row",
@@ -6030,7 +6145,7 @@ local f = import 'lib/format.libsonnet';
           "title": "HTTP requests by status",
           "transparent": false,
           "type": "timeseries",
-          "id": 27,
+          "id": 28,
         },
         {
           "datasource": {
@@ -6084,7 +6199,7 @@ local f = import 'lib/format.libsonnet';
           "title": "API server CPU",
           "transparent": false,
           "type": "timeseries",
-          "id": 28,
+          "id": 29,
         },
         {
           "datasource": {
@@ -6138,7 +6253,7 @@ local f = import 'lib/format.libsonnet';
           "title": "API server memory",
           "transparent": false,
           "type": "timeseries",
-          "id": 29,
+          "id": 30,
         },
         {
           "datasource": {
@@ -6193,7 +6308,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Open file descriptors",
           "transparent": false,
           "type": "timeseries",
-          "id": 30,
+          "id": 31,
         },
         {
           "collapsed": false,
@@ -6203,7 +6318,7 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 81,
           },
-          "id": 31,
+          "id": 32,
           "panels": [],
           "title": "LoRA adapters",
           "type": "row",
@@ -6261,7 +6376,7 @@ local f = import 'lib/format.libsonnet';
           "title": "LoRA adapters per server",
           "transparent": false,
           "type": "timeseries",
-          "id": 32,
+          "id": 33,
         },
         {
           "datasource": {
@@ -6354,7 +6469,7 @@ local f = import 'lib/format.libsonnet';
           ],
           "transparent": false,
           "type": "table",
-          "id": 33,
+          "id": 34,
         },
         {
           "collapsed": false,
@@ -6364,7 +6479,7 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 90,
           },
-          "id": 34,
+          "id": 35,
           "panels": [],
           "title": "Compute estimates (MFU)",
           "type": "row",
@@ -6422,7 +6537,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Model FLOP/s per GPU",
           "transparent": false,
           "type": "timeseries",
-          "id": 35,
+          "id": 36,
         },
         {
           "datasource": {
@@ -6486,7 +6601,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Memory traffic per GPU",
           "transparent": false,
           "type": "timeseries",
-          "id": 36,
+          "id": 37,
         },
         {
           "collapsed": false,
@@ -6496,7 +6611,7 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 99,
           },
-          "id": 37,
+          "id": 38,
           "panels": [],
           "title": "SLO: Availability",
           "type": "row",
@@ -6560,7 +6675,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 38,
+          "id": 39,
         },
         {
           "datasource": {
@@ -6628,7 +6743,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 39,
+          "id": 40,
         },
         {
           "datasource": {
@@ -6736,7 +6851,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 40,
+          "id": 41,
         },
         {
           "collapsed": false,
@@ -6746,7 +6861,7 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 108,
           },
-          "id": 41,
+          "id": 42,
           "panels": [],
           "title": "SLO: TTFT",
           "type": "row",
@@ -6810,7 +6925,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 42,
+          "id": 43,
         },
         {
           "datasource": {
@@ -6878,7 +6993,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 43,
+          "id": 44,
         },
         {
           "datasource": {
@@ -6986,7 +7101,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 44,
+          "id": 45,
         },
         {
           "collapsed": false,
@@ -6996,7 +7111,7 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 117,
           },
-          "id": 45,
+          "id": 46,
           "panels": [],
           "title": "SLO: ITL",
           "type": "row",
@@ -7060,7 +7175,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 46,
+          "id": 47,
         },
         {
           "datasource": {
@@ -7128,7 +7243,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 47,
+          "id": 48,
         },
         {
           "datasource": {
@@ -7236,7 +7351,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 48,
+          "id": 49,
         },
       ],
       "refresh": "30s",

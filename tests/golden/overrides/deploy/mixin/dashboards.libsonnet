@@ -3712,7 +3712,7 @@ local f = import 'lib/format.libsonnet';
           },
           "gridPos": {
             "h": 8,
-            "w": 12,
+            "w": 8,
             "x": 0,
             "y": 80,
           },
@@ -3762,6 +3762,60 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
+          "description": "Scheduler steps per second per server, from the count of vLLM's tokens-per-step histogram (read raw: one series per engine). Steps with tokens times batch fill is the token rate.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 8,
+            "y": 80,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, instance, model_name) (rate(vllm:iteration_tokens_total_count{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\", engine=~\"$engine\"}[$__rate_interval]))",
+              "legendFormat": "{{model_name}} @ {{instance}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Engine steps per second",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 33,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
           "description": "Requests refused at admission, per model, because a queue limit (requests or tokens) was reached.",
           "fieldConfig": {
             "defaults": {
@@ -3775,8 +3829,8 @@ local f = import 'lib/format.libsonnet';
           },
           "gridPos": {
             "h": 8,
-            "w": 12,
-            "x": 12,
+            "w": 8,
+            "x": 16,
             "y": 80,
           },
           "options": {
@@ -3809,7 +3863,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Admission rejections",
           "transparent": false,
           "type": "timeseries",
-          "id": 33,
+          "id": 34,
         },
         {
           "collapsed": false,
@@ -3819,7 +3873,7 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 88,
           },
-          "id": 34,
+          "id": 35,
           "panels": [],
           "title": "Configuration",
           "type": "row",
@@ -3914,7 +3968,7 @@ local f = import 'lib/format.libsonnet';
           ],
           "transparent": false,
           "type": "table",
-          "id": 35,
+          "id": 36,
         },
         {
           "datasource": {
@@ -3968,7 +4022,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Engines by sleep state",
           "transparent": false,
           "type": "timeseries",
-          "id": 36,
+          "id": 37,
         },
       ],
       "refresh": "30s",
@@ -5040,6 +5094,67 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
+          "description": "vLLM engines reporting (one per data-parallel rank of each server), selected models and instances.",
+          "fieldConfig": {
+            "defaults": {
+              "thresholds": {
+                "mode": "absolute",
+                "steps": [
+                  {
+                    "color": "green",
+                    "value": null,
+                  },
+                ],
+              },
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 4,
+            "w": 4,
+            "x": 6,
+            "y": 5,
+          },
+          "options": {
+            "colorMode": "value",
+            "graphMode": "area",
+            "justifyMode": "auto",
+            "orientation": "auto",
+            "percentChangeColorMode": "standard",
+            "reduceOptions": {
+              "calcs": [
+                "lastNotNull",
+              ],
+              "values": false,
+            },
+            "showPercentChange": false,
+            "textMode": "auto",
+            "wideLayout": true,
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "count(engine:vllm_kv_cache_usage:ratio{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\", engine=~\"$engine\"})",
+              "instant": true,
+              "range": false,
+              "refId": "A",
+            },
+          ],
+          "title": "Engines",
+          "transparent": false,
+          "type": "stat",
+          "id": 7,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
           "description": "Fullest KV cache among the selected engines.",
           "fieldConfig": {
             "defaults": {
@@ -5063,7 +5178,7 @@ local f = import 'lib/format.libsonnet';
           "gridPos": {
             "h": 4,
             "w": 6,
-            "x": 6,
+            "x": 10,
             "y": 5,
           },
           "options": {
@@ -5096,7 +5211,7 @@ local f = import 'lib/format.libsonnet';
           "title": "KV-cache usage (max)",
           "transparent": false,
           "type": "stat",
-          "id": 7,
+          "id": 8,
         },
         {
           "collapsed": false,
@@ -5106,7 +5221,7 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 9,
           },
-          "id": 8,
+          "id": 9,
           "panels": [],
           "title": "Instances",
           "type": "row",
@@ -5440,7 +5555,7 @@ local f = import 'lib/format.libsonnet';
           ],
           "transparent": false,
           "type": "table",
-          "id": 9,
+          "id": 10,
         },
         {
           "collapsed": false,
@@ -5450,7 +5565,7 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 20,
           },
-          "id": 10,
+          "id": 11,
           "panels": [],
           "title": "Traffic",
           "type": "row",
@@ -5507,7 +5622,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Request rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 11,
+          "id": 12,
         },
         {
           "datasource": {
@@ -5570,7 +5685,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Token throughput",
           "transparent": false,
           "type": "timeseries",
-          "id": 12,
+          "id": 13,
         },
         {
           "datasource": {
@@ -5627,7 +5742,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Finished requests by reason",
           "transparent": false,
           "type": "timeseries",
-          "id": 13,
+          "id": 14,
         },
         {
           "collapsed": false,
@@ -5637,7 +5752,7 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 37,
           },
-          "id": 14,
+          "id": 15,
           "panels": [],
           "title": "Errors",
           "type": "row",
@@ -5694,7 +5809,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Request error ratio",
           "transparent": false,
           "type": "timeseries",
-          "id": 15,
+          "id": 16,
         },
         {
           "datasource": {
@@ -5748,7 +5863,7 @@ local f = import 'lib/format.libsonnet';
           "title": "HTTP 5xx ratio",
           "transparent": false,
           "type": "timeseries",
-          "id": 16,
+          "id": 17,
         },
         {
           "collapsed": false,
@@ -5758,7 +5873,7 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 46,
           },
-          "id": 17,
+          "id": 18,
           "panels": [],
           "title": "Latency",
           "type": "row",
@@ -5833,7 +5948,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 18,
+          "id": 19,
         },
         {
           "datasource": {
@@ -5905,7 +6020,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 19,
+          "id": 20,
         },
         {
           "datasource": {
@@ -5977,7 +6092,7 @@ local f = import 'lib/format.libsonnet';
           "title": "E2E latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 20,
+          "id": 21,
         },
         {
           "datasource": {
@@ -6031,7 +6146,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT p99 by instance",
           "transparent": false,
           "type": "timeseries",
-          "id": 21,
+          "id": 22,
         },
         {
           "collapsed": false,
@@ -6041,7 +6156,7 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 63,
           },
-          "id": 22,
+          "id": 23,
           "panels": [],
           "title": "Saturation",
           "type": "row",
@@ -6107,7 +6222,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Running and waiting requests",
           "transparent": false,
           "type": "timeseries",
-          "id": 23,
+          "id": 24,
         },
         {
           "datasource": {
@@ -6162,7 +6277,7 @@ local f = import 'lib/format.libsonnet';
           "title": "KV-cache usage",
           "transparent": false,
           "type": "timeseries",
-          "id": 24,
+          "id": 25,
         },
         {
           "datasource": {
@@ -6216,7 +6331,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Preemptions",
           "transparent": false,
           "type": "timeseries",
-          "id": 25,
+          "id": 26,
         },
         {
           "collapsed": false,
@@ -6226,7 +6341,7 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 72,
           },
-          "id": 26,
+          "id": 27,
           "panels": [],
           "title": "API server",
           "type": "row",
@@ -6283,7 +6398,7 @@ local f = import 'lib/format.libsonnet';
           "title": "HTTP requests by status",
           "transparent": false,
           "type": "timeseries",
-          "id": 27,
+          "id": 28,
         },
         {
           "datasource": {
@@ -6337,7 +6452,7 @@ local f = import 'lib/format.libsonnet';
           "title": "API server CPU",
           "transparent": false,
           "type": "timeseries",
-          "id": 28,
+          "id": 29,
         },
         {
           "datasource": {
@@ -6391,7 +6506,7 @@ local f = import 'lib/format.libsonnet';
           "title": "API server memory",
           "transparent": false,
           "type": "timeseries",
-          "id": 29,
+          "id": 30,
         },
         {
           "datasource": {
@@ -6446,7 +6561,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Open file descriptors",
           "transparent": false,
           "type": "timeseries",
-          "id": 30,
+          "id": 31,
         },
         {
           "collapsed": false,
@@ -6456,7 +6571,7 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 81,
           },
-          "id": 31,
+          "id": 32,
           "panels": [],
           "title": "LoRA adapters",
           "type": "row",
@@ -6514,7 +6629,7 @@ local f = import 'lib/format.libsonnet';
           "title": "LoRA adapters per server",
           "transparent": false,
           "type": "timeseries",
-          "id": 32,
+          "id": 33,
         },
         {
           "datasource": {
@@ -6607,7 +6722,7 @@ local f = import 'lib/format.libsonnet';
           ],
           "transparent": false,
           "type": "table",
-          "id": 33,
+          "id": 34,
         },
         {
           "collapsed": false,
@@ -6617,7 +6732,7 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 90,
           },
-          "id": 34,
+          "id": 35,
           "panels": [],
           "title": "Compute estimates (MFU)",
           "type": "row",
@@ -6675,7 +6790,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Model FLOP/s per GPU",
           "transparent": false,
           "type": "timeseries",
-          "id": 35,
+          "id": 36,
         },
         {
           "datasource": {
@@ -6739,7 +6854,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Memory traffic per GPU",
           "transparent": false,
           "type": "timeseries",
-          "id": 36,
+          "id": 37,
         },
         {
           "collapsed": false,
@@ -6749,7 +6864,7 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 99,
           },
-          "id": 37,
+          "id": 38,
           "panels": [],
           "title": "SLO: Availability",
           "type": "row",
@@ -6813,7 +6928,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 38,
+          "id": 39,
         },
         {
           "datasource": {
@@ -6881,7 +6996,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 39,
+          "id": 40,
         },
         {
           "datasource": {
@@ -6989,7 +7104,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 40,
+          "id": 41,
         },
         {
           "collapsed": false,
@@ -6999,7 +7114,7 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 108,
           },
-          "id": 41,
+          "id": 42,
           "panels": [],
           "title": "SLO: TTFT",
           "type": "row",
@@ -7063,7 +7178,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 42,
+          "id": 43,
         },
         {
           "datasource": {
@@ -7131,7 +7246,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 43,
+          "id": 44,
         },
         {
           "datasource": {
@@ -7239,7 +7354,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 44,
+          "id": 45,
         },
         {
           "collapsed": false,
@@ -7249,7 +7364,7 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 117,
           },
-          "id": 45,
+          "id": 46,
           "panels": [],
           "title": "SLO: ITL",
           "type": "row",
@@ -7313,7 +7428,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 46,
+          "id": 47,
         },
         {
           "datasource": {
@@ -7381,7 +7496,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 47,
+          "id": 48,
         },
         {
           "datasource": {
@@ -7489,7 +7604,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 48,
+          "id": 49,
         },
       ],
       "refresh": "30s",
