@@ -3,6 +3,7 @@ phases, batch fill and admission rejections."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from infersight import conventions, promql
@@ -18,6 +19,17 @@ INSTANCE_FILTERS = filters("job", "model_name", "instance")
 ENGINE_FILTERS = filters(*VARIABLES)
 _WHO = "{{model_name}} @ {{instance}}"
 _WHO_ENGINE = _WHO + " e{{engine}}"
+
+
+def _model_quantiles(cfg: Config, metric: str, quantiles: Sequence[float]) -> list[Query]:
+    """One line per recorded per-model quantile of a histogram, e.g. "p95 tiny-moe"."""
+    return [
+        Query(
+            promql.recorded(conventions.quantile(cfg, metric, "model", qv), MODEL_FILTERS),
+            f"p{round(qv * 100)} {{{{model_name}}}}",
+        )
+        for qv in quantiles
+    ]
 
 
 def _usage(cfg: Config) -> Section:
@@ -147,13 +159,7 @@ def _residency(cfg: Config) -> Section:
                 f"p50 and p95 per model over {cfg.intervals.rate}, from the blocks vLLM samples "
                 "(--kv-cache-metrics-sample, 1% by default). " + why,
                 "s",
-                [
-                    Query(
-                        promql.recorded(conventions.quantile(cfg, metric, "model", qv), MODEL_FILTERS),
-                        f"p{round(qv * 100)} {{{{model_name}}}}",
-                    )
-                    for qv in kv_cache_rules.RESIDENCY_QUANTILES
-                ],
+                _model_quantiles(cfg, metric, kv_cache_rules.RESIDENCY_QUANTILES),
                 width=8,
                 no_value=off,
             )
@@ -209,13 +215,7 @@ def _transfer(cfg: Config) -> Section:
                 f"Time of one KV transfer, p50 and p95 per model over {cfg.intervals.rate}: slow transfers "
                 "stall decode on the receiving side.",
                 "s",
-                [
-                    Query(
-                        promql.recorded(conventions.quantile(cfg, nixl, "model", qv), MODEL_FILTERS),
-                        f"p{round(qv * 100)} {{{{model_name}}}}",
-                    )
-                    for qv in kv_cache_rules.RESIDENCY_QUANTILES
-                ],
+                _model_quantiles(cfg, nixl, kv_cache_rules.RESIDENCY_QUANTILES),
                 width=8,
                 no_value=off,
             ),
@@ -343,13 +343,7 @@ def _phases(cfg: Config) -> Section:
             f"{title} latency",
             f"{title} p50/p95/p99 per model, from vLLM's histogram over {cfg.intervals.rate}.",
             "s",
-            [
-                Query(
-                    promql.recorded(conventions.quantile(cfg, metric, "model", qv), MODEL_FILTERS),
-                    f"p{round(qv * 100)} {{{{model_name}}}}",
-                )
-                for qv in conventions.QUANTILES
-            ],
+            _model_quantiles(cfg, metric, conventions.QUANTILES),
             width=8,
         )
         for metric, title in kv_cache_rules.PHASE_HISTOGRAMS
