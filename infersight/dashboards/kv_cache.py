@@ -236,9 +236,6 @@ def _transfer(cfg: Config) -> Section:
 
 
 def _configuration(cfg: Config) -> Section:
-    """Read raw: vLLM's config info and one-hot sleep state are a few constant series per engine."""
-    sel = cfg.selectors.vllm
-    engines = [*sel, *filters("job", "instance", "engine")]
     return Section(
         "Configuration",
         [
@@ -247,8 +244,14 @@ def _configuration(cfg: Config) -> Section:
                 "Each server's KV-cache settings as vLLM reports them (vllm:cache_config_info, no model_name), "
                 "and how many of its engines run with them. Tokens per block times blocks is the cache's size "
                 "in tokens; prefix caching caches full blocks only.",
-                ("job", "instance", "block_size", "num_gpu_blocks", "enable_prefix_caching"),
-                [Column(promql.series("vllm:cache_config_info", engines), "engines", "short")],
+                ("job", "instance", *kv_cache_rules.CACHE_CONFIG_LABELS),
+                [
+                    Column(
+                        promql.recorded(kv_cache_rules.CACHE_CONFIG_ENGINES, filters("job", "instance")),
+                        "engines",
+                        "short",
+                    )
+                ],
                 width=16,
                 height=8,
             ),
@@ -259,10 +262,9 @@ def _configuration(cfg: Config) -> Section:
                 "short",
                 [
                     Query(
-                        promql.agg(
-                            "count",
+                        promql.sum_by(
                             ("job", "model_name", "sleep_state"),
-                            f"{promql.series('vllm:engine_sleep_state', [*sel, *ENGINE_FILTERS])} == 1",
+                            promql.recorded(kv_cache_rules.SLEEP_STATE_ENGINES, INSTANCE_FILTERS),
                         ),
                         "{{sleep_state}} {{model_name}}",
                     )
@@ -368,23 +370,10 @@ def _batch(cfg: Config) -> Section:
             ),
             timeseries(
                 "Engine steps per second",
-                "Scheduler steps per second per server, from the count of vLLM's tokens-per-step histogram "
-                "(read raw: one series per engine). Steps with tokens times batch fill is the token rate.",
+                f"Scheduler steps per second per server over {cfg.intervals.rate}, from the count of vLLM's "
+                "tokens-per-step histogram. Steps times batch fill is the token rate.",
                 "short",
-                [
-                    Query(
-                        promql.sum_by(
-                            conventions.INSTANCE,
-                            promql.rate(
-                                kv_cache_rules.BATCH_TOKENS,
-                                "$__rate_interval",
-                                [*cfg.selectors.vllm, *ENGINE_FILTERS],
-                                "_count",
-                            ),
-                        ),
-                        _WHO,
-                    )
-                ],
+                [Query(promql.recorded(kv_cache_rules.engine_steps(cfg), INSTANCE_FILTERS), _WHO)],
                 width=8,
             ),
             timeseries(

@@ -106,6 +106,18 @@ def batch_mean(cfg: Config) -> str:
     return conventions.record_name("instance", "vllm:iteration_tokens", "mean_" + conventions.op_rate(cfg))
 
 
+def engine_steps(cfg: Config) -> str:
+    """Scheduler steps per second per server: the count of the tokens-per-step histogram."""
+    return conventions.record_name("instance", "vllm:engine_steps", conventions.op_rate(cfg))
+
+
+# Engines per server and KV-cache configuration (cache_config_info carries no model_name).
+CACHE_CONFIG_ENGINES = "instance:vllm_cache_config:count"
+CACHE_CONFIG_LABELS = ("block_size", "num_gpu_blocks", "enable_prefix_caching", "cache_dtype")
+# Engines per server in each sleep state; only the state an engine is in (the one-hot 1).
+SLEEP_STATE_ENGINES = "instance:vllm_engines_by_sleep_state:count"
+
+
 def rejections(cfg: Config) -> str:
     """Per model and reason (rejected before reaching an engine)."""
     return conventions.record_name("model", "vllm:admission_rejections", conventions.op_rate(cfg))
@@ -143,12 +155,24 @@ def _scheduler_rules(cfg: Config) -> list[RecordingRule]:
             WAITING_BY_REASON,
             promql.sum_by((*MODEL, "reason"), promql.series("vllm:num_requests_waiting_by_reason", sel)),
         ),
+        RecordingRule(engine_steps(cfg), promql.sum_by(INSTANCE, promql.rate(BATCH_TOKENS, w, sel, "_count"))),
+        # Over the steps just recorded: one rate of the count, not two. No mean while nothing runs.
         RecordingRule(
             batch_mean(cfg),
             promql.ratio(
-                promql.sum_by(INSTANCE, promql.rate(BATCH_TOKENS, w, sel, "_sum")),
-                promql.sum_by(INSTANCE, promql.rate(BATCH_TOKENS, w, sel, "_count")),
+                promql.sum_by(INSTANCE, promql.rate(BATCH_TOKENS, w, sel, "_sum")), positive(engine_steps(cfg))
             ),
+        ),
+        # A few constant series per engine; recorded so that dashboards read no raw engine series.
+        RecordingRule(
+            CACHE_CONFIG_ENGINES,
+            promql.agg(
+                "count", ("job", "instance", *CACHE_CONFIG_LABELS), promql.series("vllm:cache_config_info", sel)
+            ),
+        ),
+        RecordingRule(
+            SLEEP_STATE_ENGINES,
+            promql.agg("count", (*INSTANCE, "sleep_state"), f"{promql.series('vllm:engine_sleep_state', sel)} == 1"),
         ),
         # Rejected before reaching an engine: the series carry model_name and reason, no engine.
         RecordingRule(

@@ -3762,7 +3762,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Scheduler steps per second per server, from the count of vLLM's tokens-per-step histogram (read raw: one series per engine). Steps with tokens times batch fill is the token rate.",
+          "description": "Scheduler steps per second per server over " + f.duration($._config["intervals.rate"]) + ", from the count of vLLM's tokens-per-step histogram. Steps times batch fill is the token rate.",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -3801,7 +3801,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "sum by (job, instance, model_name) (rate(vllm:iteration_tokens_total_count{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\", engine=~\"$engine\"}[$__rate_interval]))",
+              "expr": "instance:vllm_engine_steps:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}",
               "legendFormat": "{{model_name}} @ {{instance}}",
               "refId": "A",
             },
@@ -3932,7 +3932,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "sum by (job, instance, block_size, num_gpu_blocks, enable_prefix_caching) (vllm:cache_config_info{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", instance=~\"$instance\", engine=~\"$engine\"})",
+              "expr": "sum by (job, instance, block_size, num_gpu_blocks, enable_prefix_caching, cache_dtype) (instance:vllm_cache_config:count{job=~\"$job\", instance=~\"$instance\"})",
               "format": "table",
               "instant": true,
               "range": false,
@@ -3953,8 +3953,9 @@ local f = import 'lib/format.libsonnet';
                   "__name__": true,
                 },
                 "indexByName": {
-                  "Value #A": 5,
+                  "Value #A": 6,
                   "block_size": 2,
+                  "cache_dtype": 5,
                   "enable_prefix_caching": 4,
                   "instance": 1,
                   "job": 0,
@@ -4014,7 +4015,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "count by (job, model_name, sleep_state) (vllm:engine_sleep_state{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\", engine=~\"$engine\"} == 1)",
+              "expr": "sum by (job, model_name, sleep_state) (instance:vllm_engines_by_sleep_state:count{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})",
               "legendFormat": "{{sleep_state}} {{model_name}}",
               "refId": "A",
             },

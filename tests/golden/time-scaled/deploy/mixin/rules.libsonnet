@@ -113,8 +113,20 @@ local f = import 'lib/format.libsonnet';
             "expr": "sum by (job, model_name, reason) (vllm:num_requests_waiting_by_reason{" + f.matchers($._config["selectors.vllm"]) + "})",
           },
           {
+            "record": "instance:vllm_engine_steps:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, instance, model_name) (rate(vllm:iteration_tokens_total_count{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))",
+          },
+          {
             "record": "instance:vllm_iteration_tokens:mean_rate" + f.duration($._config["intervals.rate"]),
-            "expr": "(sum by (job, instance, model_name) (rate(vllm:iteration_tokens_total_sum{" + f.matchers($._config["selectors.vllm"]) + "}[5s])))\n/\n(sum by (job, instance, model_name) (rate(vllm:iteration_tokens_total_count{" + f.matchers($._config["selectors.vllm"]) + "}[5s])))",
+            "expr": "(sum by (job, instance, model_name) (rate(vllm:iteration_tokens_total_sum{" + f.matchers($._config["selectors.vllm"]) + "}[5s])))\n/\n((instance:vllm_engine_steps:rate" + f.duration($._config["intervals.rate"]) + ") > 0)",
+          },
+          {
+            "record": "instance:vllm_cache_config:count",
+            "expr": "count by (job, instance, block_size, num_gpu_blocks, enable_prefix_caching, cache_dtype) (vllm:cache_config_info{" + f.matchers($._config["selectors.vllm"]) + "})",
+          },
+          {
+            "record": "instance:vllm_engines_by_sleep_state:count",
+            "expr": "count by (job, instance, model_name, sleep_state) (vllm:engine_sleep_state{" + f.matchers($._config["selectors.vllm"]) + "} == 1)",
           },
           {
             "record": "model:vllm_admission_rejections:rate" + f.duration($._config["intervals.rate"]),
