@@ -1,4 +1,5 @@
-"""The streaming OpenAI-compatible client (aiohttp): one POST per request, no retries, no redirects.
+"""The streaming OpenAI-compatible client (aiohttp): one POST per request, no retries, no redirects,
+each with a W3C ``traceparent`` of its own.
 
 aiohttp never retries a POST on its own, and this client adds no retry either: a failed request
 is a measurement (errors by status code or kind), not something to hide. Every request ends in
@@ -27,6 +28,8 @@ from infersight.loadgen.stream_chunks import (
     parse_event,
 )
 from infersight.loadgen.timings import StreamTimer
+from infersight.traces.context import HEADER as TRACE_HEADER
+from infersight.traces.context import new_traceparent
 
 __all__ = ["Endpoint", "OpenAIStreamClient", "request_body"]
 
@@ -73,13 +76,15 @@ class OpenAIStreamClient:
         body = request_body(self._endpoint, self._model, spec.prompt, spec.max_tokens, self._ignore_eos)
         data = json.dumps(body).encode()
         clock = self._clock
+        # A fresh trace per request: vLLM's span (--otlp-traces-endpoint) joins this row by it.
+        rec.trace_id, traceparent = new_traceparent()
         sent = clock()  # TTFT/e2e base; the scheduler records the dispatch time (rec.sent) for lag
         timer = StreamTimer(sent)
         try:
             async with self._session.post(
                 self._url,
                 data=data,
-                headers={"Content-Type": "application/json"},
+                headers={"Content-Type": "application/json", TRACE_HEADER: traceparent},
                 timeout=self._timeout,
                 allow_redirects=False,
             ) as resp:

@@ -58,6 +58,7 @@ class RequestRecord:
     prompt_tokens_planned: int = 0
     prompt_tokens: int | None = None  # from the server's usage
     completion_tokens: int | None = None
+    trace_id: str | None = None  # the W3C trace ID sent with the request (random; 32 hex digits)
 
     @property
     def lag(self) -> float | None:

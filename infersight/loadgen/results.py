@@ -61,6 +61,7 @@ CSV_COLUMNS = (
     "prompt_tokens_planned",
     "prompt_tokens",
     "completion_tokens",
+    "trace_id",
 )
 
 
@@ -94,6 +95,7 @@ def csv_text(records: Sequence[RequestRecord], stage_names: Sequence[str]) -> st
                 r.prompt_tokens_planned,
                 "" if r.prompt_tokens is None else r.prompt_tokens,
                 "" if r.completion_tokens is None else r.completion_tokens,
+                r.trace_id or "",
             ]
         )
     return buf.getvalue()

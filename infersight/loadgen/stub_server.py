@@ -70,6 +70,7 @@ class _Handlers:
     def __init__(self, cfg: StubConfig):
         self.cfg = cfg
         self.requests = 0
+        self.traceparents: list[str] = []  # as received, so tests can join them to requests.csv
 
     async def models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": self.cfg.model, "object": "model"}]})
@@ -82,6 +83,8 @@ class _Handlers:
         loop = asyncio.get_running_loop()
         start = loop.time()
         self.requests += 1
+        if (traceparent := request.headers.get("traceparent")) is not None and len(self.traceparents) < 100_000:
+            self.traceparents.append(traceparent)
         chat = request.path.endswith("/chat/completions")
         try:
             body = await request.json()
@@ -235,6 +238,10 @@ class StubServer:
     def requests(self) -> int:
         """Generation requests received so far (tests use it to prove that nothing was sent)."""
         return self._runner.app[_HANDLERS].requests if self._runner is not None else 0
+
+    @property
+    def traceparents(self) -> list[str]:
+        return list(self._runner.app[_HANDLERS].traceparents) if self._runner is not None else []
 
     def stop(self) -> None:
         if self._loop is not None and self._thread is not None and self._thread.is_alive():

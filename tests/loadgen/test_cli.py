@@ -118,6 +118,10 @@ def test_run_writes_json_and_csv_without_prompt_text(
     assert len(rows) == summary["overall"]["sent"] == server.requests
     assert {r["stage"] for r in rows} == {"open", "closed"}
     assert all(r["status"] == "200" and r["prompt_tokens"] == r["prompt_tokens_planned"] for r in rows)
+    # Each row's trace ID is the one its request carried in a W3C traceparent, each a fresh one.
+    received = {tp.split("-")[1]: tp for tp in server.traceparents}
+    assert len(received) == len(rows) and {r["trace_id"] for r in rows} == set(received)
+    assert all(re.fullmatch(r"00-[0-9a-f]{32}-[0-9a-f]{16}-01", tp) for tp in received.values())
     # No prompt text anywhere: no run of 4+ vocabulary words in either file.
     words = "|".join(map(re.escape, _WORDS))
     prompt_like = re.compile(rf"\b(?:(?:{words})\s+){{3}}(?:{words})\b")
