@@ -9,6 +9,7 @@ import urllib.parse
 
 from infersight.config import MAX_TIME_SCALE
 from infersight.durations import Duration, DurationError
+from infersight.loopback import is_loopback
 
 # Waiting on a server for more than a day is a typo, not a plan.
 LONGEST_TIME_LIMIT = Duration.parse("1d")
@@ -61,3 +62,16 @@ def http_url(text: str) -> str:
             f"{text!r} is not a URL: give http:// or https:// and a host, e.g. http://127.0.0.1:9090"
         )
     return text.strip().rstrip("/")
+
+
+def loopback_listen(text: str) -> tuple[str, int]:
+    """HOST:PORT to listen on, on a loopback address (127.0.0.1:4318): a receiver here takes data
+    from processes on this machine only."""
+    host, sep, port = text.strip().rpartition(":")
+    host = host.strip("[]")
+    allowed = "give a loopback HOST:PORT, e.g. 127.0.0.1:4318"
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT with a port from 1 to 65535: {allowed}")
+    if not is_loopback(host):
+        raise argparse.ArgumentTypeError(f"{text!r} is not on a loopback address: {allowed}")
+    return host, int(port)

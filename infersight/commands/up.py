@@ -293,6 +293,7 @@ def _run(
         Config(),
         stack.cfg.time_scale,
         settle_timeout_s=args.settle.total_seconds,
+        spans=stack.spans,  # None with --target: a vLLM up did not start sends its spans elsewhere
     )
     suite = [(s, src, _suite_target(s, kind, endpoints, external if target else None)) for s, src, kind in plan]
     total = sum(s.scheduled_duration.total_seconds for s, _, _ in suite)

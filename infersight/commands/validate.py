@@ -13,9 +13,10 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from contextlib import nullcontext
 from pathlib import Path
 
-from infersight.commands.arguments import duration, time_scale
+from infersight.commands.arguments import duration, loopback_listen, time_scale
 from infersight.commands.loadgen import resolve_scenario
 from infersight.config import Config, ConfigError, load_config
 from infersight.durations import Duration
@@ -24,6 +25,7 @@ from infersight.loadgen.results import ResultsLocationError, check_results_dir
 from infersight.loadgen.scenario import Scenario, ScenarioError, load_scenario
 from infersight.loadgen.target import TargetError, base_url, check_target
 from infersight.stack.observed import VALIDATION_TIME_SCALE
+from infersight.traces.receiver import SpanReceiver
 from infersight.validate.apis import AlertmanagerApi, ApiError, PrometheusApi
 from infersight.validate.controls import command_controls
 from infersight.validate.evaluator import Summary
@@ -103,6 +105,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="URL",
         help="a second vLLM (another model) for scenarios with a companion: load, e.g. traffic_stop",
     )
+    p.add_argument(
+        "--otlp-receiver",
+        type=loopback_listen,
+        metavar="HOST:PORT",
+        help="receive the target's request spans over OTLP/HTTP here (vLLM: --otlp-traces-endpoint "
+        "http://HOST:PORT/v1/traces, OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf); the report then joins "
+        "each request to its span by the traceparent the load generator sends",
+    )
     add_report_arguments(p)
     p.set_defaults(func=run_validate)
 
@@ -161,43 +171,52 @@ def run_validate(args: argparse.Namespace) -> int:
     except (ScenarioError, TargetError, TokenizerError, ConfigError) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    controls = command_controls(
-        url,
-        args.server_kill_cmd,
-        args.target_down_cmd,
-        args.target_up_cmd,
-        args.gpu_control_file,
-        engine_pause=args.engine_pause_cmd,
-        engine_resume=args.engine_resume_cmd,
-    )
-    prom = PrometheusApi(prometheus_url)
-    mon = Monitoring(
-        prom,
-        AlertmanagerApi(alertmanager_url) if alertmanager_url else None,
-        cfg,
-        args.time_scale,
-        settle_timeout_s=args.settle.total_seconds,
-    )
     try:
-        model = args.model or ask_served_model(url)
-        companion = (
-            Target(other, ask_served_model(other, "--companion-target"), instance_of(other), vocabulary)
-            if other
-            else None
+        spans = SpanReceiver(*args.otlp_receiver) if args.otlp_receiver else None
+    except OSError as exc:
+        host, port = args.otlp_receiver
+        print(f"{prog}: --otlp-receiver cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    # Stopped whatever happens: a receiver left listening would hold its port.
+    with spans if spans is not None else nullcontext():
+        controls = command_controls(
+            url,
+            args.server_kill_cmd,
+            args.target_down_cmd,
+            args.target_up_cmd,
+            args.gpu_control_file,
+            engine_pause=args.engine_pause_cmd,
+            engine_resume=args.engine_resume_cmd,
         )
-        target = Target(url, model, args.instance or instance_of(url), vocabulary, controls, companion)
-        runs = run_suite([(s, src, target) for s, src in scenarios], mon, args.report_dir / "results")
-    except SessionError as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return EXIT_UNREACHABLE
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted; no report written", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    from infersight.validate import report  # matplotlib: imported only when a report is written
+        prom = PrometheusApi(prometheus_url)
+        mon = Monitoring(
+            prom,
+            AlertmanagerApi(alertmanager_url) if alertmanager_url else None,
+            cfg,
+            args.time_scale,
+            settle_timeout_s=args.settle.total_seconds,
+            spans=spans,
+        )
+        try:
+            model = args.model or ask_served_model(url)
+            companion = (
+                Target(other, ask_served_model(other, "--companion-target"), instance_of(other), vocabulary)
+                if other
+                else None
+            )
+            target = Target(url, model, args.instance or instance_of(url), vocabulary, controls, companion)
+            runs = run_suite([(s, src, target) for s, src in scenarios], mon, args.report_dir / "results")
+        except SessionError as exc:
+            print(f"{prog}: {exc}", file=sys.stderr)
+            return EXIT_UNREACHABLE
+        except KeyboardInterrupt:
+            print(f"{prog}: interrupted; no report written", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        from infersight.validate import report  # matplotlib: imported only when a report is written
 
-    meta = report.ReportMeta(args.time_scale, args.prometheus, args.alertmanager, known_alerts(prom))
-    if mon.alertmanager is None:
-        meta.notes.append("No Alertmanager was watched: arrival there was not checked.")
-    index, summary = report.write_report(args.report_dir, runs, meta)
-    print_outcome(runs, summary, index)
-    return EXIT_MISSED if summary.missed else 0
+        meta = report.ReportMeta(args.time_scale, args.prometheus, args.alertmanager, known_alerts(prom))
+        if mon.alertmanager is None:
+            meta.notes.append("No Alertmanager was watched: arrival there was not checked.")
+        index, summary = report.write_report(args.report_dir, runs, meta)
+        print_outcome(runs, summary, index)
+        return EXIT_MISSED if summary.missed else 0

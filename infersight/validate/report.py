@@ -21,7 +21,8 @@ from typing import Any
 import infersight
 from infersight.output import dump_json, write_atomic
 from infersight.stack.grafana import dashboard_url
-from infersight.validate import plots
+from infersight.traces.join import TTFT_TOLERANCE_S, TTFT_TOLERANCE_SHARE, gap_summary
+from infersight.validate import plots, trace_view
 from infersight.validate.dashboard_data import DashboardCheck
 from infersight.validate.evaluator import ExpectationResult, Summary, faults, summarize
 from infersight.validate.series import CLIENT_QUANTILES
@@ -205,6 +206,45 @@ def _agreement_section(run: ScenarioRun) -> str:
     )
 
 
+_SLOWEST_HEADERS = (
+    "trace ID", "sent (s)", "outcome", "client TTFT (s)", "client e2e (s)",
+    "queue (s)", "prefill (s)", "decode (s)", "span TTFT (s)", "span e2e (s)",
+)  # fmt: skip
+
+
+def _traces_section(run: ScenarioRun) -> str:
+    view = run.traces
+    if view is None:
+        return ""
+    text = "<h4>Requests and vLLM's spans</h4>"
+    if view.join is None:
+        return text + f"<p>{_e(view.problem)}</p>"
+    j, t0 = view.join, run.window.start
+    agree, compared = j.agreeing()
+    gaps = gap_summary(j.ttft_gaps())
+    text += (
+        f"<p>Spans from {_e(view.receiver)}: {j.matched} of {len(j.requests)} requests matched by trace ID "
+        f"({len(j.ok_requests) - j.ok_without_span} of {len(j.ok_requests)} successful ones); "
+        f"{j.duplicated} trace(s) with more than one request span; {j.foreign_spans} span(s) of other clients.</p>"
+    )
+    if gaps is not None:
+        text += (
+            f"<p>Client TTFT against the span's, per request: {agree} of {compared} agree within "
+            f"{TTFT_TOLERANCE_S * 1000:.0f} ms or {TTFT_TOLERANCE_SHARE:.0%} of the client's TTFT; gap client - span "
+            f"median {gaps['median_s'] * 1000:.0f} ms, 95% within {gaps['p95_abs_s'] * 1000:.0f} ms, largest "
+            f"{gaps['max_abs_s'] * 1000:.0f} ms.</p>"
+        )
+    for a in view.alerts:
+        rows = [
+            [r.trace_id, _rel(r.sent_at, t0), "ok" if r.ok else "error", _s(r.client_ttft, 3), _s(r.client_e2e, 3)]
+            + [_s(None if r.span is None else r.span.get(attr), 3) for _, attr in trace_view.STAGES]
+            for r in a.slowest
+        ]
+        text += f"<p>Slowest requests sent from {a.since - t0:+.1f} s until {_e(a.alert.describe())} fired:</p>"
+        text += _table(_SLOWEST_HEADERS, rows) if rows else "<p>None was sent then.</p>"
+    return text
+
+
 def _alerts_section(run: ScenarioRun) -> str:
     t0 = run.window.start
     rows = [
@@ -270,6 +310,7 @@ def _scenario_section(run: ScenarioRun, plot: str) -> str:
     parts.append(f'<img src="{_e(plot)}" alt="{_e(run.scenario.name)} over time" width="960">')
     parts.append(_agreement_section(run))
     parts.append(_alerts_section(run))
+    parts.append(_traces_section(run))
     if run.notes:
         parts.append("<ul>" + "".join(f"<li>{_e(n)}</li>" for n in run.notes) + "</ul>")
     parts.append("</section>")
@@ -397,6 +438,7 @@ def _json(runs: Sequence[ScenarioRun], summary: Summary, meta: ReportMeta) -> di
                 "actions": [vars(o) for o in r.outcomes],
                 "server_ttft": {f"p{round(q * 100)}": v for q, v in r.server_ttft.quantiles.items()},
                 "client_ttft": r.load["summary"]["overall"]["ttft_s"],
+                "traces": None if r.traces is None else r.traces.summary(),
             }
             for r in runs
         ],

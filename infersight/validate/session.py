@@ -29,7 +29,8 @@ from infersight.loadgen.background import BackgroundRun
 from infersight.loadgen.prompts import Vocabulary
 from infersight.loadgen.scenario import Scenario
 from infersight.loadgen.target import TargetError
-from infersight.validate import companion_stall, evaluator, monitoring_health, series
+from infersight.traces.receiver import SpanReceiver
+from infersight.validate import companion_stall, evaluator, monitoring_health, series, trace_view
 from infersight.validate.actions import ActionExecutor
 from infersight.validate.apis import AlertmanagerApi, ApiError, PrometheusApi
 from infersight.validate.controls import Controls
@@ -85,6 +86,12 @@ class Monitoring:
     poll_s: float = 0.5
     grace_s: float = 3.0  # after the deadlines: a couple of evaluations and one Alertmanager push
     action_timeout_s: float = 330.0  # longer than a target_up's wait for vLLM's start (300 s at most)
+    spans: SpanReceiver | None = None  # where the target sends its request spans, if it does
+
+    @property
+    def rate_window_s(self) -> float:
+        """The rules' rate window in this run's (time-scaled) seconds."""
+        return self.cfg.intervals.rate.total_seconds / self.time_scale
 
     def check(self) -> None:
         try:
@@ -109,6 +116,7 @@ class ScenarioRun:
     results_dir: Path
     panels: list[series.PanelData]
     server_ttft: series.ServerTTFT
+    traces: trace_view.TraceView | None  # None: no span receiver was running
     notes: list[str]
     poll_max_gap_s: float
     poll_errors: int
@@ -194,6 +202,14 @@ def run_scenario(scenario: Scenario, source: str, target: Target, mon: Monitorin
     panel_data, errors = series.fetch(mon.prometheus, series.panels(mon.cfg, target.instance), start - 5, end)
     notes += [f"series not read: {e}" for e in errors]
     ttft = series.server_ttft(mon.prometheus, target.instance, start, min(end, load_end + 2 * mon.grace_s))
+    traces = None
+    if mon.spans is not None:
+        in_scope = [i for i in every if scope(i)]
+        traces = trace_view.build(
+            mon.spans.url, mon.spans.spans, results_dir, start, time.time(), in_scope, mon.rate_window_s
+        )
+        if (missing := traces.missing_note()) is not None:
+            notes.append(missing)
     if watcher.errors:
         notes.append(f"{len(watcher.errors)} polls failed, e.g. {watcher.errors[0]}")
     iterations_after = monitoring_health.rule_iterations(mon.prometheus.url)
@@ -215,6 +231,7 @@ def run_scenario(scenario: Scenario, source: str, target: Target, mon: Monitorin
         results_dir=results_dir,
         panels=panel_data,
         server_ttft=ttft,
+        traces=traces,
         notes=notes,
         poll_max_gap_s=watcher.max_gap_s,
         poll_errors=len(watcher.errors),

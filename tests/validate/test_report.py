@@ -3,14 +3,22 @@ and states the time scale, stale plots are removed, and no prompt text gets anyw
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 from pathlib import Path
 
+import pytest
+
 from infersight.loadgen.prompts import WordVocabulary
 from infersight.loadgen.records import RequestRecord, RequestSpec
+from infersight.loadgen.results import REQUESTS_CSV
 from infersight.loadgen.runner import RunOptions, run
 from infersight.loadgen.scenario import Scenario
+from infersight.traces import spans as sp
+from infersight.traces.context import new_traceparent
+from infersight.traces.spans import Span
+from infersight.validate import trace_view
 from infersight.validate.evaluator import evaluate
 from infersight.validate.plots import with_gaps
 from infersight.validate.report import ReportMeta, write_report
@@ -26,7 +34,13 @@ def load_results(scenario: Scenario, out: Path, prompts: list[str]) -> dict:  # 
 
     async def send(spec: RequestSpec, rec: RequestRecord) -> None:
         prompts.append(spec.prompt)
-        rec.status, rec.ttft, rec.e2e, rec.completion_tokens = 200, 0.05 + spec.index % 7 / 100, 0.3, 8
+        rec.status, rec.ttft, rec.e2e, rec.completion_tokens = (
+            200,
+            0.05 + spec.index % 7 / 100,
+            0.3 + spec.index / 1e3,
+            8,
+        )
+        rec.trace_id = new_traceparent()[0]
 
     short = scenario.model_copy(
         update={"stages": [s.model_copy(update={"duration": s.duration * 0.01}) for s in scenario.stages]}
@@ -57,6 +71,7 @@ def scenario_run(scenario: Scenario, intervals: list[AlertInterval], tmp: Path, 
         results_dir=tmp / scenario.name,
         panels=panels,
         server_ttft=ServerTTFT({0.5: 0.07, 0.9: 0.1, 0.95: None, 0.99: 0.2}, 120.0, 80.0),
+        traces=None,
         notes=["a note for the reader"],
         poll_max_gap_s=0.6,
         poll_errors=0,
@@ -105,6 +120,37 @@ def test_report_files_expectations_and_no_prompt_text(tmp_path: Path) -> None:
     assert prompts, "the load generator produced no prompts: the check below would prove nothing"
     written = page + (tmp_path / "report" / "validation.json").read_text()
     assert not [p for p in prompts if p[:40] in written]
+
+
+def test_the_report_joins_requests_to_spans_and_lists_the_slowest_behind_each_fired_alert(tmp_path: Path) -> None:
+    run = scenario_run(overload(), [alert(TTFT_BURN, 25, 41, 70), alert(LEAK, 60, None, component="gpu")], tmp_path, [])
+    rows = list(csv.DictReader((run.results_dir / REQUESTS_CSV).open()))
+    assert len(rows) == 6  # five slowest of six: the table must choose
+    # vLLM's span for every request but the last; its TTFT 5 ms under the client's
+    spans = [
+        Span(r["trace_id"], "1" * 16, "2" * 16, sp.REQUEST_SPAN, T0, T0 + 1,
+             {sp.TTFT: float(r["ttft_s"]) - 0.005, sp.QUEUE: 0.002, sp.E2E: float(r["e2e_s"]) - 0.005})
+        for r in rows[:-1]
+    ]  # fmt: skip
+    # Requests of the shortened run are sent within its first second; read as from T0, all precede the burn.
+    earlier = Span("f" * 32, "1" * 16, "", sp.REQUEST_SPAN, T0 - 60, T0 - 59, {sp.TTFT: 0.1})  # an earlier scenario's
+    run.traces = trace_view.build(
+        "http://127.0.0.1:4318/v1/traces", lambda: [earlier, *spans], run.results_dir, T0, T0 + 100, run.intervals, 30
+    )
+    index, _ = write_report(tmp_path / "report", [run], ReportMeta(60, "http://p", None))
+    page = index.read_text()
+    n = len(rows)
+    assert f"{n - 1} of {n} requests matched by trace ID" in page and f"{n - 1} of {n - 1} agree" in page
+    slowest = sorted(rows, key=lambda r: float(r["e2e_s"]), reverse=True)[:5]
+    assert all(r["trace_id"] in page for r in slowest)
+    assert f"Slowest requests sent from -5.0 s until {TTFT_BURN}" in page
+    traces = json.loads((tmp_path / "report" / "validation.json").read_text())["scenarios"][0]["traces"]
+    assert (traces["matched"], traces["ok_without_span"], traces["ttft_agreeing"]) == (n - 1, 1, n - 1)
+    assert traces["foreign_spans"] == 0  # the earlier scenario's span is not counted as another client's
+    assert [a["alert"] for a in traces["alerts"]] == [TTFT_BURN]  # the pending-only leak has none
+    assert [r["trace_id"] for r in traces["alerts"][0]["slowest"]] == [r["trace_id"] for r in slowest]
+    assert traces["ttft_gap"]["median_s"] == pytest.approx(0.005)
+    assert "1 of " + str(n) + " successful requests have no vLLM span" in traces["problem"]
 
 
 def test_report_escapes_what_it_shows(tmp_path: Path) -> None:

@@ -26,13 +26,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from infersight.cli import main
 from infersight.config import Config
 from infersight.deploy import http
 from infersight.stack.observed import ObservedStack, validation_profile
+from infersight.stack.ports import LOOPBACK, free_port
 from infersight.stack.tiny_models import SERVED_NAMES
-from infersight.stack.vllm_server import VLLMServer
+from infersight.stack.vllm_server import VLLMServer, tracing
+from infersight.traces import spans as sp
+from infersight.traces.attributes import STAGES
+from infersight.traces.context import new_traceparent
+from infersight.traces.receiver import SpanReceiver
 from infersight.validate.local_stack import MONITORING_NICENESS, set_niceness, validation_intervals
 
 pytestmark = pytest.mark.e2e
@@ -43,9 +49,18 @@ SHIPPED = Path(__file__).parents[2] / "loadgen" / "scenarios"
 
 
 @pytest.fixture(scope="module")
-def dense_vllm(stack_dir: Path, tiny_dense_model: Path) -> Iterator[VLLMServer]:
+def span_port() -> int:
+    """Where the dense server sends its request spans; a receiver listens there only when a test starts one."""
+    return free_port()
+
+
+@pytest.fixture(scope="module")
+def dense_vllm(stack_dir: Path, tiny_dense_model: Path, span_port: int) -> Iterator[VLLMServer]:
     # Its own server: the target-down scenario stops it for good.
-    with VLLMServer(tiny_dense_model, SERVED_NAMES["dense"], stack_dir / "vllm-validate-dense") as server:
+    port = free_port()
+    args, env = tracing(f"http://{LOOPBACK}:{span_port}/v1/traces", SERVED_NAMES["dense"], f"{LOOPBACK}:{port}")
+    workdir = stack_dir / "vllm-validate-dense"
+    with VLLMServer(tiny_dense_model, SERVED_NAMES["dense"], workdir, extra_args=args, env=env, port=port) as server:
         yield server
 
 
@@ -84,6 +99,16 @@ def results(report: Path) -> dict[str, Any]:
         for e in scenario["expectations"]:
             print(f"{scenario['name']}: {e['kind']} {e['selector']}: {e['status']} {e['detail']}")
     return data
+
+
+def assert_traced(scenario: dict[str, Any]) -> None:
+    """Every successful request of the scenario matched to exactly one vLLM span, whose TTFT agrees
+    with the client's (within the tolerance the report states)."""
+    t = scenario["traces"]
+    print(f"{scenario['name']}: traces {t}")
+    assert t["ok_requests"] > 10 and t["matched"] >= t["ok_requests"], t
+    assert (t["ok_without_span"], t["duplicated_traces"]) == (0, 0), t
+    assert t["ttft_agreeing"] >= 0.95 * t["ttft_compared"] > 0, t
 
 
 def met(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -129,6 +154,55 @@ class Probe:
         self._thread.join(30)
 
 
+def generate(server: VLLMServer, prompt: str, traceparent: str | None = None) -> str:
+    """One completion's text (the test compares it with what the spans carry)."""
+    headers = {"traceparent": traceparent} if traceparent else {}
+    body = {"model": server.served_model_name, "prompt": prompt, "max_tokens": 16}
+    answer = http.request("POST", f"{server.url}/v1/completions", body, headers, deadline=http.Deadline.after(60))
+    assert answer.status == 200, answer.status
+    text: str = answer.body["choices"][0]["text"]
+    return text
+
+
+def test_spans_carry_no_prompt_or_output_text_and_a_receiver_that_is_down_fails_no_request(
+    dense_vllm: VLLMServer, span_port: int
+) -> None:
+    # Nothing listens where the server sends its spans: every request is served all the same.
+    for i in range(4):
+        generate(dense_vllm, f"a request while the span receiver is down, number {i}")
+    exports: list[ExportTraceServiceRequest] = []
+    prompts = [f"zebra{i} quartz lantern harbour velvet {i}" for i in range(4)]
+    with SpanReceiver(LOOPBACK, span_port, on_export=exports.append) as receiver:
+        sent = [new_traceparent() for _ in prompts]
+        outputs = [generate(dense_vllm, p, tp) for p, (_, tp) in zip(prompts, sent, strict=True)]
+        wanted = {trace_id for trace_id, _ in sent}
+        deadline = time.monotonic() + 30  # spans leave every 0.5 s; a failed export is retried within 10 s
+        while time.monotonic() < deadline:
+            got = [s for s in receiver.spans() if s.name == sp.REQUEST_SPAN and s.trace_id in wanted]
+            if len(got) >= len(wanted):
+                break
+            time.sleep(0.5)
+    assert sorted(s.trace_id for s in got) == sorted(wanted)  # exactly one request span per request
+    # Every stage the collector's histograms read, on every span.
+    assert all(s.get(attr) is not None for s in got for _, attr in STAGES), got
+    # The resource the dashboards' trace links search by: the model and the Prometheus instance.
+    resources = [
+        {a.key: a.value.string_value for a in rs.resource.attributes}
+        for e in exports
+        for rs in e.resource_spans
+        if any(span.name == sp.REQUEST_SPAN for ss in rs.scope_spans for span in ss.spans)
+    ]
+    assert resources and all(
+        r.get("service.name") == dense_vllm.served_model_name and r.get("service.instance.id") == dense_vllm.target
+        for r in resources
+    ), resources
+    raw = b"".join(e.SerializeToString() for e in exports)
+    texts = [*prompts, *(o.strip() for o in outputs if len(o.strip()) >= 4)]
+    assert len(texts) > len(prompts), outputs  # some output to look for, not only prompts
+    assert [t for t in texts if t.encode() in raw] == []
+    assert not [w for p in prompts for w in p.split() if len(w) > 5 and w.encode() in raw]
+
+
 # The dense server's test first: its companion load is the MoE model's only traffic so far, so
 # the MoE model has no baseline to fall from (after the overload test its TrafficStop would fire
 # in the gap before the companion load starts). The dense server is stopped for good at its end.
@@ -137,6 +211,7 @@ def test_traffic_stop_then_a_frozen_engine_then_stopping_the_target_each_fire_th
     dense_vllm: VLLMServer,
     vllm_moe_small_kv: VLLMServer,
     tiny_dense_model: Path,
+    span_port: int,
     tmp_path: Path,
 ) -> None:
     stop = f"kill -TERM -{dense_vllm.process.pid}"  # vLLM's whole process group (dash's kill has no --)
@@ -155,9 +230,15 @@ def test_traffic_stop_then_a_frozen_engine_then_stopping_the_target_each_fire_th
             f"--target-down-cmd={stop}",
             f"--engine-pause-cmd={engine} STOP",
             f"--engine-resume-cmd={engine} CONT",
+            f"--otlp-receiver={LOOPBACK}:{span_port}",
         )
     data = results(tmp_path)
     stop, hung, down = data["scenarios"]
+    assert_traced(stop)
+    assert_traced(hung)
+    # The slowest requests behind the hung engine's alert, each with vLLM's own stage breakdown.
+    (behind,) = [a for a in hung["traces"]["alerts"] if a["alert"].startswith("InfersightVLLMHungEngine")]
+    assert behind["slowest"] and all(r["queue_s"] is not None and r["decode_s"] is not None for r in behind["slowest"])
     companion_quiet = stop["expectations"][2]
     # Skipped, with the reason, only when the companion's own server finished (almost) nothing for
     # the alert's windows and for: (the 2-core host can starve it that long); tests/validate/
@@ -199,8 +280,12 @@ def test_healthy_stays_quiet_and_overload_fires_in_time(
     observed: ObservedStack, vllm_moe_small_kv: VLLMServer, tiny_moe_model: Path, tmp_path: Path
 ) -> None:
     names = [str(SCENARIOS / f"{n}.yaml") for n in ("healthy", "overload")]
-    code = validate(observed, vllm_moe_small_kv, tiny_moe_model, tmp_path, *names)
+    # A receiver this server sends nothing to: the report says so, and the load runs and is judged.
+    receiver = f"--otlp-receiver={LOOPBACK}:{free_port()}"
+    code = validate(observed, vllm_moe_small_kv, tiny_moe_model, tmp_path, *names, receiver)
     data = results(tmp_path)
+    for scenario in data["scenarios"]:
+        assert scenario["load_valid"] and "have no vLLM span" in scenario["traces"]["problem"], scenario["traces"]
     assert (tmp_path / "index.html").is_file()
     assert [s["name"] for s in data["scenarios"]] == ["healthy", "overload"]
     healthy = data["scenarios"][0]
