@@ -144,12 +144,22 @@ class DeployKubernetes(Strict):
 class DeployGrafana(Strict):
     folder: str = Field(default="infersight", min_length=1, max_length=100)  # Grafana folder of the dashboards
     dashboards_path: str = "/var/lib/grafana/dashboards/infersight"  # where the file provider reads them
+    # The tracing datasource provisioned beside Prometheus (dashboards.traces names its kind and
+    # uid); "" = none provisioned, the uid then names one the Grafana already has.
+    traces_url: str = "http://tempo:3200"
 
     @field_validator("dashboards_path")
     @classmethod
     def _absolute(cls, v: str) -> str:
         if not v.startswith("/"):
             raise ValueError("must be an absolute path inside the Grafana container or host")
+        return v
+
+    @field_validator("traces_url")
+    @classmethod
+    def _traces_url(cls, v: str) -> str:
+        if v and not _HTTP_URL.match(v):
+            raise ValueError("must be an http(s) URL or empty")
         return v
 
 
@@ -184,6 +194,13 @@ class DeployOtelcol(Strict):
     otlp_http_endpoint: str = ""
     traces_endpoint: str = "tempo:4317"  # OTLP/gRPC backend the collector forwards traces to
     traces_insecure: bool = True  # plaintext to the traces backend (in-cluster); false = TLS
+    # Tail sampling of what goes to traces_endpoint (span metrics have seen every span before):
+    # every error and every request slower than the TTFT SLO threshold is kept, and this share of
+    # the rest. The collector holds up to trace_buffer traces for trace_decision_wait each; see
+    # docs/traces.md for the memory this takes.
+    trace_keep_percent: float = Field(default=10.0, ge=0, le=100)
+    trace_decision_wait: Duration = Duration.parse("10s")
+    trace_buffer: int = Field(default=100_000, ge=1000)
 
     @field_validator("listen_address")
     @classmethod

@@ -219,12 +219,21 @@ class Alerts(PackSection):
         }
 
 
+class TraceLinks(Strict):
+    """Where the latency panels' data links search for traces: Grafana's Tempo or Jaeger datasource
+    with this uid, or no links (none)."""
+
+    backend: Literal["tempo", "jaeger", "none"] = "tempo"
+    datasource_uid: str = Field(default="tempo", pattern=r"^[a-zA-Z0-9_-]{1,40}$")
+
+
 class Dashboards(Strict):
     uid_prefix: str = "infersight"
     datasource_uid: str = "prometheus"  # default value of the datasource variable
     refresh: str = "30s"
     time_from: str = "now-3h"
     tags: list[str] = ["infersight", "vllm"]
+    traces: TraceLinks = TraceLinks()
 
     @field_validator("uid_prefix")
     @classmethod

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from grafana_foundation_sdk.builders import common as common_builders
 from grafana_foundation_sdk.builders.dashboard import (
     Dashboard,
+    DashboardLink,
     DatasourceVariable,
     QueryVariable,
     Row,
@@ -116,8 +117,10 @@ def timeseries(
     max_val: float | None = None,
     stacked: bool = False,
     no_value: str | None = None,
+    links: Sequence[DashboardLink] = (),
 ) -> TimeseriesPanel:
-    """``no_value``: what the panel says instead of "No data", e.g. the flag its series need."""
+    """``no_value``: what the panel says instead of "No data", e.g. the flag its series need;
+    ``links``: data links from a clicked series (e.g. to its traces)."""
     panel = (
         _basics(TimeseriesPanel(), title, description, unit, queries, width, height)
         .fill_opacity(10)
@@ -137,6 +140,8 @@ def timeseries(
         panel = panel.stacking(common_builders.StackingConfig().mode(StackingMode.NORMAL))
     if no_value is not None:
         panel = panel.no_value(no_value)
+    if links:
+        panel = panel.data_links(list(links))
     return panel
 
 
@@ -182,6 +187,7 @@ def table(
     width: int = 24,
     height: int = 10,
     no_value: str | None = None,
+    links: Sequence[DashboardLink] = (),
 ) -> TablePanel:
     """One row per ``key`` (label columns), one column per query: the queries' instant results
     merged on their labels. A column with ``red_from`` colours each cell past it. ``no_value``: what
@@ -207,6 +213,8 @@ def table(
     )
     if no_value is not None:
         panel = panel.no_value(no_value)
+    if links:
+        panel = panel.data_links(list(links))
     for c in columns:
         properties = [dashboard_model.DynamicConfigValue(id_val="unit", value=c.unit)]
         if c.red_from is not None:

@@ -8,6 +8,7 @@ from infersight import conventions, promql
 from infersight.alerts import serving as serving_alerts
 from infersight.alerts.common import on
 from infersight.config import Config
+from infersight.dashboards import trace_links
 from infersight.dashboards.common import Column, Query, Section, filters, render, stat, table, timeseries
 from infersight.recording_rules import lora, mfu
 from infersight.recording_rules import serving as serving_rules
@@ -163,16 +164,18 @@ def _latency(cfg: Config) -> Section:
         panels.append(
             timeseries(
                 f"{short} latency",
-                f"{short} p50/p95/p99 per model, from the server's histogram over {cfg.intervals.rate}.",
+                f"{short} p50/p95/p99 per model, from the server's histogram over {cfg.intervals.rate}."
+                + trace_links.hint(cfg),
                 "s",
                 queries,
                 width=8,
+                links=trace_links.links(cfg, ("model_name",), "series"),
             )
         )
     panels.append(
         timeseries(
             "TTFT p99 by instance",
-            "Finds the instance that drags a model's TTFT tail.",
+            "Finds the instance that drags a model's TTFT tail." + trace_links.hint(cfg),
             "s",
             [
                 Query(
@@ -181,6 +184,7 @@ def _latency(cfg: Config) -> Section:
                 )
             ],
             width=24,
+            links=trace_links.links(cfg, ("model_name", "instance"), "series"),
         )
     )
     return Section("Latency", panels)
@@ -304,9 +308,11 @@ def _instances(cfg: Config) -> Section:
                 f"model's replicas with traffic (over {a.min_requests_per_second:g} requests/s). Red from "
                 f"{a.factor:g}x the median: the outlier-replica alert fires when that lasts {a.for_} and the model "
                 f"has {a.min_replicas} such replicas or more. TTFT and queue time are the alert's recorded "
-                f"{cfg.intervals.rate} quantiles; the mean ITL is over the panel's rate interval.",
+                f"{cfg.intervals.rate} quantiles; the mean ITL is over the panel's rate interval."
+                + trace_links.hint(cfg),
                 conventions.INSTANCE,
                 columns,
+                links=trace_links.links(cfg, ("model_name", "instance"), "row"),
             )
         ],
     )

@@ -50,10 +50,11 @@ def alertmanager_datasource_uid(cfg: Config) -> str:
 
 
 def datasource_file(
-    cfg: Config, prometheus_url: str | None = None, alertmanager_url: str | None = None
+    cfg: Config, prometheus_url: str | None = None, alertmanager_url: str | None = None, traces_url: str | None = None
 ) -> dict[str, Any]:
-    """The Prometheus datasource (``prometheus_url``, default ``deploy.prometheus_url``) and, when
-    ``alertmanager_url`` is given, an Alertmanager datasource beside it."""
+    """The Prometheus datasource (``prometheus_url``, default ``deploy.prometheus_url``); when
+    ``alertmanager_url`` is given, an Alertmanager datasource beside it; and the tracing datasource
+    the trace links name (``traces_url``, default ``deploy.grafana.traces_url``; "" = none)."""
     sources: list[dict[str, Any]] = [
         {
             "name": "infersight Prometheus",
@@ -78,6 +79,20 @@ def datasource_file(
                 "editable": False,
                 # Prometheus's own Alertmanager (not Mimir's or Cortex's); Grafana's alerts stay in Grafana.
                 "jsonData": {"implementation": "prometheus", "handleGrafanaManagedAlerts": False},
+            }
+        )
+    traces = cfg.dashboards.traces
+    url = cfg.deploy.grafana.traces_url if traces_url is None else traces_url
+    if traces.backend != "none" and url:
+        sources.append(
+            {
+                "name": f"infersight traces ({traces.backend})",
+                "type": traces.backend,
+                "uid": traces.datasource_uid,
+                "access": "proxy",
+                "url": url,
+                "isDefault": False,
+                "editable": False,
             }
         )
     return {"apiVersion": 1, "datasources": sources}

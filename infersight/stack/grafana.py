@@ -109,7 +109,12 @@ class Provisioning:
     def files(self, dashboards_path: str) -> dict[str, str]:
         """Text by path relative to the provisioning folder; ``dashboards_path`` as Grafana sees it."""
         cfg, header = self.bundle.cfg, self.bundle.header
-        datasources = provisioning_files.datasource_file(cfg, self.prometheus_url, self.alertmanager_url)
+        datasources = provisioning_files.datasource_file(
+            cfg,
+            self.prometheus_url,
+            self.alertmanager_url,
+            traces_url="",  # no tracing backend runs here
+        )
         return {
             DATASOURCES_FILE: dump_yaml(datasources, header),
             PROVIDER_FILE: dump_yaml(provisioning_files.provider_file(cfg, dashboards_path), header),

@@ -4979,7 +4979,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "One row per vLLM server: its traffic, its latency, and each latency over the median of its model's replicas with traffic (over " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + " requests/s). Red from " + f.g6($._config["alerts.serving.outlier_replica.factor"]) + "x the median: the outlier-replica alert fires when that lasts " + f.duration($._config["alerts.serving.outlier_replica.for"]) + " and the model has " + f.int($._config["alerts.serving.outlier_replica.min_replicas"]) + " such replicas or more. TTFT and queue time are the alert's recorded " + f.duration($._config["intervals.rate"]) + " quantiles; the mean ITL is over the panel's rate interval.",
+          "description": "One row per vLLM server: its traffic, its latency, and each latency over the median of its model's replicas with traffic (over " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + " requests/s). Red from " + f.g6($._config["alerts.serving.outlier_replica.factor"]) + "x the median: the outlier-replica alert fires when that lasts " + f.duration($._config["alerts.serving.outlier_replica.for"]) + " and the model has " + f.int($._config["alerts.serving.outlier_replica.min_replicas"]) + " such replicas or more. TTFT and queue time are the alert's recorded " + f.duration($._config["intervals.rate"]) + " quantiles; the mean ITL is over the panel's rate interval. Click a series or row for its requests' traces (tempo).",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -4987,6 +4987,21 @@ local f = import 'lib/format.libsonnet';
                 "filterable": true,
                 "inspect": false,
               },
+              "links": [
+                {
+                  "asDropdown": false,
+                  "icon": "",
+                  "includeVars": false,
+                  "keepTime": false,
+                  "placement": "inControlsMenu",
+                  "tags": [],
+                  "targetBlank": true,
+                  "title": "Traces of this model and instance",
+                  "tooltip": "",
+                  "type": "link",
+                  "url": "/explore?schemaVersion=1&orgId=1&panes=%7B%22traces%22%3A%7B%22datasource%22%3A%22tempo%22%2C%22queries%22%3A%5B%7B%22refId%22%3A%22A%22%2C%22datasource%22%3A%7B%22type%22%3A%22tempo%22%2C%22uid%22%3A%22tempo%22%7D%2C%22queryType%22%3A%22traceql%22%2C%22query%22%3A%22%7B%20name%20%3D%20%5C%22llm_request%5C%22%20%26%26%20resource.service.name%20%3D%20%5C%22${__data.fields.model_name:percentencode}%5C%22%20%26%26%20resource.service.instance.id%20%3D%20%5C%22${__data.fields.instance:percentencode}%5C%22%20%7D%22%7D%5D%2C%22range%22%3A%7B%22from%22%3A%22${__from}%22%2C%22to%22%3A%22${__to}%22%7D%7D%7D",
+                },
+              ],
               "unit": "none",
             },
             "overrides": [
@@ -5631,12 +5646,27 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "TTFT p50/p95/p99 per model, from the server's histogram over " + f.duration($._config["intervals.rate"]) + ".",
+          "description": "TTFT p50/p95/p99 per model, from the server's histogram over " + f.duration($._config["intervals.rate"]) + ". Click a series or row for its requests' traces (tempo).",
           "fieldConfig": {
             "defaults": {
               "custom": {
                 "fillOpacity": 10,
               },
+              "links": [
+                {
+                  "asDropdown": false,
+                  "icon": "",
+                  "includeVars": false,
+                  "keepTime": false,
+                  "placement": "inControlsMenu",
+                  "tags": [],
+                  "targetBlank": true,
+                  "title": "Traces of this model and instance",
+                  "tooltip": "",
+                  "type": "link",
+                  "url": "/explore?schemaVersion=1&orgId=1&panes=%7B%22traces%22%3A%7B%22datasource%22%3A%22tempo%22%2C%22queries%22%3A%5B%7B%22refId%22%3A%22A%22%2C%22datasource%22%3A%7B%22type%22%3A%22tempo%22%2C%22uid%22%3A%22tempo%22%7D%2C%22queryType%22%3A%22traceql%22%2C%22query%22%3A%22%7B%20name%20%3D%20%5C%22llm_request%5C%22%20%26%26%20resource.service.name%20%3D%20%5C%22${__field.labels.model_name:percentencode}%5C%22%20%7D%22%7D%5D%2C%22range%22%3A%7B%22from%22%3A%22${__from}%22%2C%22to%22%3A%22${__to}%22%7D%7D%7D",
+                },
+              ],
               "min": 0,
               "unit": "s",
             },
@@ -5703,12 +5733,27 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "ITL p50/p95/p99 per model, from the server's histogram over " + f.duration($._config["intervals.rate"]) + ".",
+          "description": "ITL p50/p95/p99 per model, from the server's histogram over " + f.duration($._config["intervals.rate"]) + ". Click a series or row for its requests' traces (tempo).",
           "fieldConfig": {
             "defaults": {
               "custom": {
                 "fillOpacity": 10,
               },
+              "links": [
+                {
+                  "asDropdown": false,
+                  "icon": "",
+                  "includeVars": false,
+                  "keepTime": false,
+                  "placement": "inControlsMenu",
+                  "tags": [],
+                  "targetBlank": true,
+                  "title": "Traces of this model and instance",
+                  "tooltip": "",
+                  "type": "link",
+                  "url": "/explore?schemaVersion=1&orgId=1&panes=%7B%22traces%22%3A%7B%22datasource%22%3A%22tempo%22%2C%22queries%22%3A%5B%7B%22refId%22%3A%22A%22%2C%22datasource%22%3A%7B%22type%22%3A%22tempo%22%2C%22uid%22%3A%22tempo%22%7D%2C%22queryType%22%3A%22traceql%22%2C%22query%22%3A%22%7B%20name%20%3D%20%5C%22llm_request%5C%22%20%26%26%20resource.service.name%20%3D%20%5C%22${__field.labels.model_name:percentencode}%5C%22%20%7D%22%7D%5D%2C%22range%22%3A%7B%22from%22%3A%22${__from}%22%2C%22to%22%3A%22${__to}%22%7D%7D%7D",
+                },
+              ],
               "min": 0,
               "unit": "s",
             },
@@ -5775,12 +5820,27 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "E2E p50/p95/p99 per model, from the server's histogram over " + f.duration($._config["intervals.rate"]) + ".",
+          "description": "E2E p50/p95/p99 per model, from the server's histogram over " + f.duration($._config["intervals.rate"]) + ". Click a series or row for its requests' traces (tempo).",
           "fieldConfig": {
             "defaults": {
               "custom": {
                 "fillOpacity": 10,
               },
+              "links": [
+                {
+                  "asDropdown": false,
+                  "icon": "",
+                  "includeVars": false,
+                  "keepTime": false,
+                  "placement": "inControlsMenu",
+                  "tags": [],
+                  "targetBlank": true,
+                  "title": "Traces of this model and instance",
+                  "tooltip": "",
+                  "type": "link",
+                  "url": "/explore?schemaVersion=1&orgId=1&panes=%7B%22traces%22%3A%7B%22datasource%22%3A%22tempo%22%2C%22queries%22%3A%5B%7B%22refId%22%3A%22A%22%2C%22datasource%22%3A%7B%22type%22%3A%22tempo%22%2C%22uid%22%3A%22tempo%22%7D%2C%22queryType%22%3A%22traceql%22%2C%22query%22%3A%22%7B%20name%20%3D%20%5C%22llm_request%5C%22%20%26%26%20resource.service.name%20%3D%20%5C%22${__field.labels.model_name:percentencode}%5C%22%20%7D%22%7D%5D%2C%22range%22%3A%7B%22from%22%3A%22${__from}%22%2C%22to%22%3A%22${__to}%22%7D%7D%7D",
+                },
+              ],
               "min": 0,
               "unit": "s",
             },
@@ -5847,12 +5907,27 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Finds the instance that drags a model's TTFT tail.",
+          "description": "Finds the instance that drags a model's TTFT tail. Click a series or row for its requests' traces (tempo).",
           "fieldConfig": {
             "defaults": {
               "custom": {
                 "fillOpacity": 10,
               },
+              "links": [
+                {
+                  "asDropdown": false,
+                  "icon": "",
+                  "includeVars": false,
+                  "keepTime": false,
+                  "placement": "inControlsMenu",
+                  "tags": [],
+                  "targetBlank": true,
+                  "title": "Traces of this model and instance",
+                  "tooltip": "",
+                  "type": "link",
+                  "url": "/explore?schemaVersion=1&orgId=1&panes=%7B%22traces%22%3A%7B%22datasource%22%3A%22tempo%22%2C%22queries%22%3A%5B%7B%22refId%22%3A%22A%22%2C%22datasource%22%3A%7B%22type%22%3A%22tempo%22%2C%22uid%22%3A%22tempo%22%7D%2C%22queryType%22%3A%22traceql%22%2C%22query%22%3A%22%7B%20name%20%3D%20%5C%22llm_request%5C%22%20%26%26%20resource.service.name%20%3D%20%5C%22${__field.labels.model_name:percentencode}%5C%22%20%26%26%20resource.service.instance.id%20%3D%20%5C%22${__field.labels.instance:percentencode}%5C%22%20%7D%22%7D%5D%2C%22range%22%3A%7B%22from%22%3A%22${__from}%22%2C%22to%22%3A%22${__to}%22%7D%7D%7D",
+                },
+              ],
               "min": 0,
               "unit": "s",
             },
