@@ -1,4 +1,7 @@
-"""``infersight bench fleet``: size a Prometheus for a fleet. Serves N synthetic vLLM engines (plus
+"""``infersight bench tracing``: vLLM's throughput with request spans on and off, side by side in one
+run (:mod:`infersight.traces.overhead`).
+
+``infersight bench fleet``: size a Prometheus for a fleet. Serves N synthetic vLLM engines (plus
 their dcgm-exporter and MoE-exporter series) from one process, has a real Prometheus scrape them
 and evaluate the bundle's rules at production timings, then prints rule-group cost, series,
 memory and dashboard query cost (docs/scale.md). Everything it started is stopped on exit, on
@@ -10,8 +13,11 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import signal
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from infersight import bundle, bundle_files
@@ -22,7 +28,13 @@ from infersight.fleet import bench
 from infersight.fleet.measure import QueryFailed
 from infersight.interrupts import Terminated, interrupts_raise, signal_of, uninterruptible
 from infersight.lint import LintError
+from infersight.loadgen.prompts import load_vocabulary
+from infersight.stack.ports import LOOPBACK, free_port
 from infersight.stack.process import ServiceError
+from infersight.stack.tiny_models import SERVED_NAMES, ensure_tiny_model
+from infersight.stack.vllm_server import VLLMServer, tracing
+from infersight.traces import overhead
+from infersight.traces.receiver import SpanReceiver
 
 EXIT_BAD_INPUT = 2
 EXIT_UNREACHABLE = 3
@@ -77,11 +89,98 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="skip the dashboard queries (recorded and raw, over 1h and 6h): rule cost, series and memory only",
     )
     f.set_defaults(func=run_fleet)
+    t = bench_sub.add_parser(
+        "tracing",
+        help="vLLM throughput with request spans on and off: two tiny vLLMs, measured in alternating rounds",
+    )
+    t.add_argument("--rounds", type=_bounded(1, 20), default=4, help="rounds per server (default 4)")
+    t.add_argument("--round-seconds", type=_bounded(5, 600), default=30, help="load per round, in seconds (default 30)")
+    t.add_argument("--concurrency", type=_bounded(1, 64), default=4, help="closed-loop streams (default 4)")
+    t.add_argument("--output-tokens", type=_bounded(1, 256), default=64, help="tokens per request (default 64)")
+    t.set_defaults(func=run_tracing)
 
 
-def _fail(message: str, code: int) -> int:
-    print(f"infersight bench fleet: {message}", file=sys.stderr)
+def _bounded(low: int, high: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from {low} to {high}")
+        return value
+
+    return parse
+
+
+def _fail(message: str, code: int, bench_name: str = "fleet") -> int:
+    print(f"infersight bench {bench_name}: {message}", file=sys.stderr)
     return code
+
+
+def _interrupted(exc: BaseException, bench_name: str) -> int:
+    sig = signal_of(exc)
+    what = sig.name if sig else "signal"
+    return _fail(f"interrupted ({what}); every process it started is stopped", EXIT_INTERRUPTED, bench_name)
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def _paused(server: VLLMServer, sig: signal.Signals) -> Callable[[], None]:
+    return lambda: server.process.kill(sig)
+
+
+def run_tracing(args: argparse.Namespace) -> int:
+    """Two tiny dense vLLMs, one sending its request spans to a loopback receiver; alternating rounds."""
+
+    workdir = Path(tempfile.mkdtemp(prefix="infersight-bench-tracing-"))
+    servers: list[VLLMServer] = []
+    try:
+        with interrupts_raise(), SpanReceiver() as receiver:
+            model_dir = ensure_tiny_model("dense")
+            name = SERVED_NAMES["dense"]
+            for traced in (False, True):
+                port = free_port()
+                args_, env = tracing(receiver.url, name, f"{LOOPBACK}:{port}") if traced else ((), {})
+                _say(f"starting the {'traced' if traced else 'plain'} vLLM (about a minute on 2 cores)")
+                server = VLLMServer(model_dir, name, workdir / "vllm", extra_args=args_, env=env, port=port)
+                servers.append(server)
+                server.start()
+            plain, traced_server = servers
+            targets = [
+                overhead.BenchTarget(name_, s.url, name, _paused(s, signal.SIGSTOP), _paused(s, signal.SIGCONT))
+                for name_, s in ((overhead.TRACED, traced_server), (overhead.PLAIN, plain))
+            ]
+            rounds = overhead.measure(
+                targets,
+                args.rounds,
+                args.round_seconds,
+                args.concurrency,
+                args.output_tokens,
+                load_vocabulary(model_dir),
+                workdir / "rounds",
+                _say,
+            )
+            time.sleep(2)  # the last spans leave within half a second
+            sent = {t for r in rounds if r.target == overhead.TRACED for t in r.trace_ids}
+            matched = len(sent & {s.trace_id for s in receiver.spans()})
+    except (KeyboardInterrupt, Terminated) as exc:
+        sig = signal_of(exc)
+        return _fail(
+            f"interrupted ({sig.name if sig else 'signal'}); every process it started is stopped", 130, "tracing"
+        )
+    except ServiceError as exc:
+        return _fail(str(exc).splitlines()[0], EXIT_UNREACHABLE, "tracing")
+    finally:
+        with uninterruptible():
+            for server in servers:
+                server.process.kill(signal.SIGCONT)  # a paused server would not stop
+                server.stop()
+            shutil.rmtree(workdir, ignore_errors=True)
+    print(overhead.render(rounds, matched))
+    return 0
 
 
 def run_fleet(args: argparse.Namespace) -> int:
@@ -110,13 +209,12 @@ def run_fleet(args: argparse.Namespace) -> int:
                 args.engines,
                 args.models,
                 args.duration,
-                lambda m: print(m, file=sys.stderr),
+                _say,
                 baseline=not args.no_baseline,
                 dashboards=not args.no_dashboards,
             )
     except (KeyboardInterrupt, Terminated) as exc:
-        sig = signal_of(exc)
-        return _fail(f"interrupted ({sig.name if sig else 'signal'}); every process it started is stopped", 130)
+        return _interrupted(exc, "fleet")
     except ServiceError as exc:
         return _fail(str(exc).splitlines()[0], EXIT_UNREACHABLE)
     except (OSError, QueryFailed) as exc:  # Prometheus stopped answering, or a measurement outlasted its timeout

@@ -34,6 +34,20 @@ def test_zero_engines_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert "'0' is not a count" in _one_line_error(capsys, ["bench", "fleet", "--engines=0"])
 
 
+@pytest.mark.parametrize(
+    ("flag", "says"),
+    [
+        ("--rounds=0", "'0' is not a whole number from 1 to 20"),
+        ("--round-seconds=1", "'1' is not a whole number from 5 to 600"),
+        ("--concurrency=many", "'many' is not a whole number from 1 to 64"),
+    ],
+)
+def test_the_tracing_bench_refuses_bad_flags_before_starting_anything(
+    capsys: pytest.CaptureFixture[str], flag: str, says: str
+) -> None:
+    assert says in _one_line_error(capsys, ["bench", "tracing", flag])
+
+
 def test_a_bundle_that_is_not_a_folder_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     line = _one_line_error(capsys, ["bench", "fleet", "--engines=3", f"--bundle={tmp_path / 'missing'}"])
     assert "is not a folder" in line
