@@ -25,6 +25,8 @@ receivers:
 
 
 class Alertmanager(ConfiguredService):
+    identity_path = "/api/v2/status"
+
     def __init__(self, workdir: Path, config_yaml: str | None = None, port: int | None = None):
         self.workdir = workdir
         self.port = port or free_port()

@@ -45,6 +45,8 @@ class ScrapeJob:
 class Prometheus(ConfiguredService):
     """Prometheus with the given scrape jobs and rule files, or a complete config text."""
 
+    identity_path = "/api/v1/status/buildinfo"
+
     def __init__(
         self,
         workdir: Path,

@@ -37,8 +37,10 @@ class HttpApi:
 
 
 class ConfiguredService(HttpApi):
-    """Subclasses set workdir, url, config_path, config_yaml and process in __init__."""
+    """Subclasses set workdir, url, config_path, config_yaml and process in __init__, and name
+    an API path only their own service answers with 200 (``identity_path``)."""
 
+    identity_path: str
     workdir: Path
     config_path: Path
     config_yaml: str
@@ -50,6 +52,8 @@ class ConfiguredService(HttpApi):
         self.process.start()
         try:
             self.process.wait_http_ready(f"{self.url}/-/ready", timeout)
+            # Prometheus and Alertmanager both answer /-/ready: make sure it was this one.
+            self.process.wait_http_ready(f"{self.url}{self.identity_path}", timeout)
         except BaseException:
             self.process.stop()
             raise
