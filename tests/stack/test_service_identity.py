@@ -23,15 +23,21 @@ def test_free_port_never_hands_out_the_same_port_twice_in_one_process() -> None:
 def test_prometheus_on_a_port_alertmanager_holds_is_an_error_not_ready(tmp_path: Path) -> None:
     with Alertmanager(tmp_path / "am") as am:
         prom = Prometheus(tmp_path / "prom", port=am.port)
-        with pytest.raises(ServiceError, match="prometheus"):
-            prom.start(timeout=20)
-        assert not prom.process.alive
+        try:
+            with pytest.raises(ServiceError, match="prometheus"):
+                prom.start(timeout=20)
+            assert not prom.process.alive
+        finally:
+            prom.stop()
 
 
 @pytest.mark.e2e
 def test_alertmanager_on_a_port_prometheus_holds_is_an_error_not_ready(tmp_path: Path) -> None:
     with Prometheus(tmp_path / "prom") as prom:
         am = Alertmanager(tmp_path / "am", port=prom.port)
-        with pytest.raises(ServiceError, match="alertmanager"):
-            am.start(timeout=20)
-        assert not am.process.alive
+        try:
+            with pytest.raises(ServiceError, match="alertmanager"):
+                am.start(timeout=20)
+            assert not am.process.alive
+        finally:
+            am.stop()
