@@ -1,5 +1,5 @@
-"""``infersight bench tracing``: vLLM's throughput with request spans on and off, side by side in one
-run (:mod:`infersight.traces.overhead`).
+"""``infersight bench tracing``: vLLM's throughput with request spans on, off, and sent to a collector
+that is down, side by side in one run (:mod:`infersight.traces.overhead`).
 
 ``infersight bench fleet``: size a Prometheus for a fleet. Serves N synthetic vLLM engines (plus
 their dcgm-exporter and MoE-exporter series) from one process, has a real Prometheus scrape them
@@ -34,6 +34,7 @@ from infersight.stack.process import ServiceError
 from infersight.stack.tiny_models import SERVED_NAMES, ensure_tiny_model
 from infersight.stack.vllm_server import VLLMServer, tracing
 from infersight.traces import overhead
+from infersight.traces.receiver import PATH as OTLP_PATH
 from infersight.traces.receiver import SpanReceiver
 
 EXIT_BAD_INPUT = 2
@@ -91,7 +92,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     f.set_defaults(func=run_fleet)
     t = bench_sub.add_parser(
         "tracing",
-        help="vLLM throughput with request spans on and off: two tiny vLLMs, measured in alternating rounds",
+        help="vLLM throughput with request spans on, off and sent where nothing listens: three tiny vLLMs, "
+        "measured in alternating rounds",
     )
     t.add_argument("--rounds", type=_bounded(1, 20), default=4, help="rounds per server (default 4)")
     t.add_argument("--round-seconds", type=_bounded(5, 600), default=30, help="load per round, in seconds (default 30)")
@@ -133,25 +135,31 @@ def _paused(server: VLLMServer, sig: signal.Signals) -> Callable[[], None]:
 
 
 def run_tracing(args: argparse.Namespace) -> int:
-    """Two tiny dense vLLMs, one sending its request spans to a loopback receiver; alternating rounds."""
+    """Three tiny dense vLLMs: one sending its request spans to a loopback receiver, one sending
+    none, one sending them where nothing listens; alternating rounds."""
 
     workdir = Path(tempfile.mkdtemp(prefix="infersight-bench-tracing-"))
-    servers: list[VLLMServer] = []
+    servers: dict[str, VLLMServer] = {}
     try:
         with interrupts_raise(), SpanReceiver() as receiver:
             model_dir = ensure_tiny_model("dense")
             name = SERVED_NAMES["dense"]
-            for traced in (False, True):
+            nobody_listens = f"http://{LOOPBACK}:{free_port()}{OTLP_PATH}"
+            for kind, endpoint in (
+                (overhead.PLAIN, None),
+                (overhead.TRACED, receiver.url),
+                (overhead.UNRECEIVED, nobody_listens),
+            ):
                 port = free_port()
-                args_, env = tracing(receiver.url, name, f"{LOOPBACK}:{port}") if traced else ((), {})
-                _say(f"starting the {'traced' if traced else 'plain'} vLLM (about a minute on 2 cores)")
-                server = VLLMServer(model_dir, name, workdir / "vllm", extra_args=args_, env=env, port=port)
-                servers.append(server)
-                server.start()
-            plain, traced_server = servers
+                args_, env = tracing(endpoint, name, f"{LOOPBACK}:{port}") if endpoint else ((), {})
+                _say(f"starting the {kind} vLLM (about a minute on 2 cores)")
+                servers[kind] = VLLMServer(
+                    model_dir, name, workdir / f"vllm-{kind}", extra_args=args_, env=env, port=port
+                )
+                servers[kind].start()
             targets = [
-                overhead.BenchTarget(name_, s.url, name, _paused(s, signal.SIGSTOP), _paused(s, signal.SIGCONT))
-                for name_, s in ((overhead.TRACED, traced_server), (overhead.PLAIN, plain))
+                overhead.BenchTarget(kind, s.url, name, _paused(s, signal.SIGSTOP), _paused(s, signal.SIGCONT))
+                for kind, s in servers.items()
             ]
             rounds = overhead.measure(
                 targets,
@@ -167,15 +175,12 @@ def run_tracing(args: argparse.Namespace) -> int:
             sent = {t for r in rounds if r.target == overhead.TRACED for t in r.trace_ids}
             matched = len(sent & {s.trace_id for s in receiver.spans()})
     except (KeyboardInterrupt, Terminated) as exc:
-        sig = signal_of(exc)
-        return _fail(
-            f"interrupted ({sig.name if sig else 'signal'}); every process it started is stopped", 130, "tracing"
-        )
+        return _interrupted(exc, "tracing")
     except ServiceError as exc:
         return _fail(str(exc).splitlines()[0], EXIT_UNREACHABLE, "tracing")
     finally:
         with uninterruptible():
-            for server in servers:
+            for server in servers.values():
                 server.process.kill(signal.SIGCONT)  # a paused server would not stop
                 server.stop()
             shutil.rmtree(workdir, ignore_errors=True)

@@ -1,10 +1,11 @@
-"""What vLLM's tracing costs: the same closed-loop load against a vLLM sending request spans and an
-identical one that does not, in alternating rounds of one run, so that drift of the host (another
-process, a thermal limit) falls on both. While one server is measured the other is frozen
-(``pause``), so that neither takes CPU from the other.
+"""What vLLM's tracing costs: the same closed-loop load against a vLLM sending request spans, an
+identical one that does not, and one whose spans go to a port nobody listens on (a collector that
+is down), in alternating rounds of one run, so that drift of the host (another process, a thermal
+limit) falls on all of them. While one server is measured the others are frozen (``pause``), so
+that none takes CPU from another.
 
-``infersight bench tracing`` starts both (the tiny dense model, spans to a loopback receiver);
-:func:`measure` takes any two targets, which is how the tests drive it."""
+``infersight bench tracing`` starts them (the tiny dense model, spans to a loopback receiver);
+:func:`measure` takes any targets, which is how the tests drive it."""
 
 from __future__ import annotations
 
@@ -19,11 +20,13 @@ from infersight.loadgen.prompts import Vocabulary
 from infersight.loadgen.scenario import Scenario, parse_scenario
 
 TRACED, PLAIN = "traced", "plain"
+UNRECEIVED = "unreceived"  # traced, but to a collector that is down
+COMPARED = (TRACED, UNRECEIVED)  # each against PLAIN
 
 
 @dataclass
 class BenchTarget:
-    name: str  # TRACED or PLAIN
+    name: str  # TRACED, PLAIN or UNRECEIVED
     url: str
     model: str
     pause: Callable[[], None] = lambda: None
@@ -90,8 +93,9 @@ def measure(
     out_dir: Path,
     say: Callable[[str], None] = lambda _: None,
 ) -> list[Round]:
-    """``rounds`` rounds per target, alternating (A B B A A B ...: each pair in both orders, so the
-    warm-up of a round and the order within a pair fall on both); the others paused meanwhile."""
+    """``rounds`` rounds per target, alternating (A B C C B A A B C ...: each round in both orders,
+    so the warm-up of a round and the order within it fall on every target); the others paused
+    meanwhile."""
     sc = scenario(seconds, concurrency, output_tokens)
     out: list[Round] = []
     for k in range(rounds):
@@ -110,26 +114,27 @@ def measure(
     return out
 
 
-def ratio(rounds: Sequence[Round]) -> float | None:
-    """Median throughput traced over median throughput plain (1.0: tracing costs nothing)."""
-    by = {name: [r.output_tokens_per_s for r in rounds if r.target == name] for name in (TRACED, PLAIN)}
-    if not by[TRACED] or not by[PLAIN] or statistics.median(by[PLAIN]) <= 0:
+def ratio(rounds: Sequence[Round], name: str = TRACED) -> float | None:
+    """Median throughput of ``name`` over median throughput plain (1.0: tracing costs nothing)."""
+    by = {n: [r.output_tokens_per_s for r in rounds if r.target == n] for n in (name, PLAIN)}
+    if not by[name] or not by[PLAIN] or statistics.median(by[PLAIN]) <= 0:
         return None
-    return statistics.median(by[TRACED]) / statistics.median(by[PLAIN])
+    return statistics.median(by[name]) / statistics.median(by[PLAIN])
 
 
 def render(rounds: Sequence[Round], spans_matched: int | None) -> str:
-    lines = ["round  server  output tok/s  requests  errors  TTFT p50 (s)"]
+    lines = ["round  server      output tok/s  requests  errors  TTFT p50 (s)"]
     for r in rounds:
         ttft = "-" if r.ttft_p50_s is None else f"{r.ttft_p50_s:.3f}"
         rate = f"{r.output_tokens_per_s:>12.1f}"
-        lines.append(f"{r.index + 1:>5}  {r.target:<6}  {rate}  {r.succeeded:>8}  {r.errors:>6}  {ttft:>12}")
-    for name in (TRACED, PLAIN):
+        lines.append(f"{r.index + 1:>5}  {r.target:<10}  {rate}  {r.succeeded:>8}  {r.errors:>6}  {ttft:>12}")
+    names = list(dict.fromkeys(r.target for r in rounds))
+    for name in names:
         values = [r.output_tokens_per_s for r in rounds if r.target == name]
-        if values:
-            lines.append(f"{name}: median {statistics.median(values):.1f} output tokens/s over {len(values)} rounds")
-    value = ratio(rounds)
-    lines.append("throughput traced / plain: " + ("-" if value is None else f"{value:.3f}"))
+        lines.append(f"{name}: median {statistics.median(values):.1f} output tokens/s over {len(values)} rounds")
+    for name in (n for n in COMPARED if n in names):
+        value = ratio(rounds, name)
+        lines.append(f"throughput {name} / plain: " + ("-" if value is None else f"{value:.3f}"))
     traced = sum(r.succeeded for r in rounds if r.target == TRACED)
     if spans_matched is not None:
         lines.append(f"spans received for the traced server's successful requests: {spans_matched} of {traced}")

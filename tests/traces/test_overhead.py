@@ -1,6 +1,6 @@
-"""The tracing benchmark's method, on two stub servers (real HTTP) of known speed: rounds alternate,
-the server not measured is paused meanwhile, and the ratio compares medians. The two real vLLMs
-are ``infersight bench tracing`` (measured in docs/results.md)."""
+"""The tracing benchmark's method, on stub servers (real HTTP) of known speed: rounds alternate,
+the servers not measured are paused meanwhile, and each ratio compares medians with the plain
+server's. The three real vLLMs are ``infersight bench tracing`` (measured in docs/results.md)."""
 
 from __future__ import annotations
 
@@ -34,6 +34,29 @@ def test_rounds_alternate_pause_the_other_server_and_compare_medians(tmp_path: P
     assert ratio is not None and 0.35 < ratio < 0.8, ratio
     text = overhead.render(rounds, spans_matched=3)
     assert "throughput traced / plain: " in text and "3 of " in text
+    assert "unreceived" not in text  # no such server was measured
+
+
+def test_a_third_server_takes_its_turn_in_both_orders_and_gets_its_own_ratio(tmp_path: Path) -> None:
+    events: list[str] = []
+    with (
+        StubServer(StubConfig(ttft=0.01, itl=0.002)) as plain,
+        StubServer(StubConfig(ttft=0.01, itl=0.002)) as traced,
+        StubServer(StubConfig(ttft=0.01, itl=0.006)) as unreceived,
+    ):
+        targets = [
+            overhead.BenchTarget(name, s.url, "stub-model", lambda n=name: events.append(f"pause {n}"))
+            for name, s in ((overhead.PLAIN, plain), (overhead.TRACED, traced), (overhead.UNRECEIVED, unreceived))
+        ]
+        rounds = overhead.measure(targets, 2, 2, 2, 16, WordVocabulary(), tmp_path)
+    order = [r.target for r in rounds]
+    assert order == ["plain", "traced", "unreceived", "unreceived", "traced", "plain"]
+    # While one is measured, both others are paused.
+    assert events[:2] == ["pause traced", "pause unreceived"] and len(events) == 12
+    same, slower = overhead.ratio(rounds, overhead.TRACED), overhead.ratio(rounds, overhead.UNRECEIVED)
+    assert same is not None and slower is not None and slower < 0.8 * same, (same, slower)
+    text = overhead.render(rounds, spans_matched=None)
+    assert "throughput traced / plain: " in text and "throughput unreceived / plain: " in text
 
 
 def test_no_ratio_without_both_servers() -> None:
