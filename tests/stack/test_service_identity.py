@@ -20,24 +20,18 @@ def test_free_port_never_hands_out_the_same_port_twice_in_one_process() -> None:
 
 
 @pytest.mark.e2e
-def test_prometheus_on_a_port_alertmanager_holds_is_an_error_not_ready(tmp_path: Path) -> None:
-    with Alertmanager(tmp_path / "am") as am:
-        prom = Prometheus(tmp_path / "prom", port=am.port)
+@pytest.mark.parametrize(
+    ("holder", "newcomer", "name"),
+    [(Alertmanager, Prometheus, "prometheus"), (Prometheus, Alertmanager, "alertmanager")],
+)
+def test_a_service_on_a_port_the_other_holds_is_an_error_not_ready(
+    holder: type[Alertmanager | Prometheus], newcomer: type[Alertmanager | Prometheus], name: str, tmp_path: Path
+) -> None:
+    with holder(tmp_path / "holder") as held:
+        service = newcomer(tmp_path / "newcomer", port=held.port)
         try:
-            with pytest.raises(ServiceError, match="prometheus"):
-                prom.start(timeout=20)
-            assert not prom.process.alive
+            with pytest.raises(ServiceError, match=name):
+                service.start(timeout=20)
+            assert not service.process.alive
         finally:
-            prom.stop()
-
-
-@pytest.mark.e2e
-def test_alertmanager_on_a_port_prometheus_holds_is_an_error_not_ready(tmp_path: Path) -> None:
-    with Prometheus(tmp_path / "prom") as prom:
-        am = Alertmanager(tmp_path / "am", port=prom.port)
-        try:
-            with pytest.raises(ServiceError, match="alertmanager"):
-                am.start(timeout=20)
-            assert not am.process.alive
-        finally:
-            am.stop()
+            service.stop()
