@@ -26,6 +26,7 @@ from infersight.exporters.common.health import ExporterHealth, Problem
 from infersight.exporters.common.sampler import BackgroundSampler
 from infersight.exporters.common.server import MetricsServer, ServeError, exposure_warnings
 from infersight.exporters.moe.counting import CounterSet, LayerSnapshot
+from infersight.exporters.moe.cpus import unpinned_threads
 from infersight.exporters.moe.logs import get_logger
 from infersight.exporters.moe.rendering import ExpertLoadCollector
 from infersight.exporters.moe.settings import Settings, SettingsError
@@ -61,6 +62,13 @@ class Runtime:
         return self.counters.totals(self._reader.read(self.counters.counters())), ()
 
     def start(self) -> Runtime:
+        with unpinned_threads() as cpus:  # off the worker's compute cores (cpus.py)
+            self._start_threads()
+        if cpus is not None:
+            log.info("infersight MoE exporter: rank %s threads on CPUs %s", self.rank.label, sorted(cpus))
+        return self
+
+    def _start_threads(self) -> None:
         self.sampler.start()
         addr, web = self.settings.addr, self.settings.web
         try:
@@ -69,12 +77,11 @@ class Runtime:
         except (ServeError, SettingsError, ssl.SSLError, OSError) as exc:
             # Counting goes on (it is cheap and harmless); only this endpoint is missing.
             log.error("infersight MoE exporter: rank %s cannot serve: %s", self.rank.label, exc)
-            return self
+            return
         self.port = port
         for warning in exposure_warnings(addr, web):
             log.warning("infersight MoE exporter: %s", warning)
         log.info("infersight MoE exporter: rank %s serving on %s", self.rank.label, self._server.url)
-        return self
 
     def stop(self) -> None:
         self.sampler.stop()

