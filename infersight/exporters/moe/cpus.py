@@ -31,26 +31,29 @@ def started_with(parent: int | None = None) -> set[int] | None:
         return None
 
 
+def _narrower_than_started(parent: int | None) -> tuple[set[int], set[int]] | None:
+    """(this thread's CPUs, the process's) when this thread is bound narrower; else None."""
+    try:
+        own = os.sched_getaffinity(0)
+    except (OSError, AttributeError):
+        return None
+    wider = started_with(parent)
+    return (own, wider) if wider is not None and own < wider else None
+
+
 @contextmanager
 def unpinned_threads(parent: int | None = None) -> Iterator[set[int] | None]:
     """Threads started inside the block may run on every CPU the process was started with, not only
     on the calling thread's narrower binding. Yields the CPUs they get, or None when unchanged."""
+    bound = _narrower_than_started(parent)
+    if bound is not None:
+        try:
+            os.sched_setaffinity(0, bound[1])
+        except OSError as exc:  # a cpuset that shrank since: keep the binding, the threads still work
+            log.warning("infersight MoE exporter: its threads stay on CPUs %s: %s", sorted(bound[0]), exc)
+            bound = None
     try:
-        own = os.sched_getaffinity(0)
-    except (OSError, AttributeError):
-        yield None
-        return
-    wider = started_with(parent)
-    if wider is None or not own < wider:
-        yield None
-        return
-    try:
-        os.sched_setaffinity(0, wider)
-    except OSError as exc:  # a cpuset that shrank since: keep the binding, the threads still work
-        log.warning("infersight MoE exporter: its threads stay on CPUs %s: %s", sorted(own), exc)
-        yield None
-        return
-    try:
-        yield wider
+        yield None if bound is None else bound[1]
     finally:
-        os.sched_setaffinity(0, own)
+        if bound is not None:
+            os.sched_setaffinity(0, bound[0])
