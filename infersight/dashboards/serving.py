@@ -277,12 +277,26 @@ def _slo(cfg: Config, spec: serving_rules.SLOSpec) -> Section:
     )
 
 
+def _uptime(cfg: Config) -> str:
+    """Seconds since the API server process started. Its process series carry no model_name, so
+    each server's value is copied onto its rows (one per model it serves) through its request rate."""
+    servers = [*cfg.selectors.vllm, *filters("job", "instance")]
+    started = promql.agg("max", ("job", "instance"), promql.series("process_start_time_seconds", servers))
+    rows = f"0 * {_selected(serving_rules.requests(cfg))} + 1"
+    return f"(time() - {started})\n* {on(('job', 'instance'))} group_right ()\n({rows})"
+
+
 def _instances(cfg: Config) -> Section:
     """vLLM's own "Instances" view, with each replica's latency against its model's median: the
     outlier-replica alert's comparison, coloured where the alert would count it."""
     a = cfg.alerts.serving.outlier_replica
     judged = serving_alerts.replicas_judged(cfg)
-    columns = [Column(_selected(serving_rules.requests(cfg)), "requests/s", "reqps")]
+    engines = promql.agg("count", conventions.INSTANCE, _selected(serving_rules.KV_USAGE_ENGINE))
+    columns = [
+        Column(engines, "engines", "short"),
+        Column(_selected(serving_rules.requests(cfg)), "requests/s", "reqps"),
+        Column(_selected(serving_rules.tokens(cfg, "generation")), "output tokens/s", "short"),
+    ]
     titles = {"ttft_p99": "TTFT p99", "queue_p95": "queue p95", "itl_mean": "ITL mean"}
     for signal, value, _ in serving_alerts.outlier_signals(cfg, "$__rate_interval"):
         mine = f"({value})\nand {on(conventions.INSTANCE)} ({_selected(serving_rules.requests(cfg))})"
@@ -298,14 +312,23 @@ def _instances(cfg: Config) -> Section:
                 red_from=a.factor,
             ),
         ]
-    columns.append(Column(_selected(conventions.gauge_sum("vllm:num_requests_waiting")), "waiting", "short"))
+    kv_max = promql.agg("max", conventions.INSTANCE, _selected(serving_rules.KV_USAGE_ENGINE))
+    columns += [
+        Column(_selected(conventions.gauge_sum("vllm:num_requests_running")), "running", "short"),
+        Column(_selected(conventions.gauge_sum("vllm:num_requests_waiting")), "waiting", "short"),
+        Column(kv_max, "KV cache (fullest engine)", "percentunit"),
+        Column(_selected(serving_rules.preemptions(cfg)), "preemptions/s", "short"),
+        Column(_uptime(cfg), "uptime", "s"),
+    ]
     return Section(
         "Instances",
         [
             table(
                 "Instances",
-                "One row per vLLM server: its traffic, its latency, and each latency over the median of its "
-                f"model's replicas with traffic (over {a.min_requests_per_second:g} requests/s). Red from "
+                "One row per vLLM server: its engines, traffic and latency, each latency over the median of "
+                f"its model's replicas with traffic (over {a.min_requests_per_second:g} requests/s), then its "
+                "running and waiting requests, its fullest engine's KV cache, preemptions and the API "
+                "server's uptime (a restart shows as a short uptime). Red from "
                 f"{a.factor:g}x the median: the outlier-replica alert fires when that lasts {a.for_} and the model "
                 f"has {a.min_replicas} such replicas or more. TTFT and queue time are the alert's recorded "
                 f"{cfg.intervals.rate} quantiles; the mean ITL is over the panel's rate interval."

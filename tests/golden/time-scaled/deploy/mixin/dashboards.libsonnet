@@ -4979,7 +4979,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "One row per vLLM server: its traffic, its latency, and each latency over the median of its model's replicas with traffic (over " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + " requests/s). Red from " + f.g6($._config["alerts.serving.outlier_replica.factor"]) + "x the median: the outlier-replica alert fires when that lasts " + f.duration($._config["alerts.serving.outlier_replica.for"]) + " and the model has " + f.int($._config["alerts.serving.outlier_replica.min_replicas"]) + " such replicas or more. TTFT and queue time are the alert's recorded " + f.duration($._config["intervals.rate"]) + " quantiles; the mean ITL is over the panel's rate interval. Click a series or row for its requests' traces (tempo).",
+          "description": "One row per vLLM server: its engines, traffic and latency, each latency over the median of its model's replicas with traffic (over " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + " requests/s), then its running and waiting requests, its fullest engine's KV cache, preemptions and the API server's uptime (a restart shows as a short uptime). Red from " + f.g6($._config["alerts.serving.outlier_replica.factor"]) + "x the median: the outlier-replica alert fires when that lasts " + f.duration($._config["alerts.serving.outlier_replica.for"]) + " and the model has " + f.int($._config["alerts.serving.outlier_replica.min_replicas"]) + " such replicas or more. TTFT and queue time are the alert's recorded " + f.duration($._config["intervals.rate"]) + " quantiles; the mean ITL is over the panel's rate interval. Click a series or row for its requests' traces (tempo).",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -5008,12 +5008,36 @@ local f = import 'lib/format.libsonnet';
               {
                 "matcher": {
                   "id": "byName",
+                  "options": "engines",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "short",
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
                   "options": "requests/s",
                 },
                 "properties": [
                   {
                     "id": "unit",
                     "value": "reqps",
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "output tokens/s",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "short",
                   },
                 ],
               },
@@ -5158,12 +5182,60 @@ local f = import 'lib/format.libsonnet';
               {
                 "matcher": {
                   "id": "byName",
+                  "options": "running",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "short",
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
                   "options": "waiting",
                 },
                 "properties": [
                   {
                     "id": "unit",
                     "value": "short",
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "KV cache (fullest engine)",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "percentunit",
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "preemptions/s",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "short",
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "uptime",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "s",
                   },
                 ],
               },
@@ -5193,7 +5265,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "sum by (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})",
+              "expr": "sum by (job, instance, model_name) (count by (job, instance, model_name) (engine:vllm_kv_cache_usage:ratio{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}))",
               "format": "table",
               "instant": true,
               "range": false,
@@ -5204,7 +5276,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "sum by (job, instance, model_name) ((instance:vllm_time_to_first_token_seconds:p99_rate" + f.duration($._config["intervals.rate"]) + ")\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}))",
+              "expr": "sum by (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})",
               "format": "table",
               "instant": true,
               "range": false,
@@ -5215,7 +5287,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "sum by (job, instance, model_name) (((instance:vllm_time_to_first_token_seconds:p99_rate" + f.duration($._config["intervals.rate"]) + ")\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}))\n/ on (job, model_name) group_left ()\n(quantile by (job, model_name) (0.5, instance:vllm_time_to_first_token_seconds:p99_rate" + f.duration($._config["intervals.rate"]) + "\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + " > " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + "))))",
+              "expr": "sum by (job, instance, model_name) (instance:vllm_generation_tokens:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})",
               "format": "table",
               "instant": true,
               "range": false,
@@ -5226,7 +5298,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "sum by (job, instance, model_name) ((instance:vllm_request_queue_time_seconds:p95_rate" + f.duration($._config["intervals.rate"]) + ")\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}))",
+              "expr": "sum by (job, instance, model_name) ((instance:vllm_time_to_first_token_seconds:p99_rate" + f.duration($._config["intervals.rate"]) + ")\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}))",
               "format": "table",
               "instant": true,
               "range": false,
@@ -5237,7 +5309,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "sum by (job, instance, model_name) (((instance:vllm_request_queue_time_seconds:p95_rate" + f.duration($._config["intervals.rate"]) + ")\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}))\n/ on (job, model_name) group_left ()\n(quantile by (job, model_name) (0.5, instance:vllm_request_queue_time_seconds:p95_rate" + f.duration($._config["intervals.rate"]) + "\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + " > " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + "))))",
+              "expr": "sum by (job, instance, model_name) (((instance:vllm_time_to_first_token_seconds:p99_rate" + f.duration($._config["intervals.rate"]) + ")\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}))\n/ on (job, model_name) group_left ()\n(quantile by (job, model_name) (0.5, instance:vllm_time_to_first_token_seconds:p99_rate" + f.duration($._config["intervals.rate"]) + "\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + " > " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + "))))",
               "format": "table",
               "instant": true,
               "range": false,
@@ -5248,7 +5320,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "sum by (job, instance, model_name) (((sum by (job, instance, model_name) ((rate(vllm:inter_token_latency_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]) or rate(vllm:time_per_output_token_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]))))\n/\n(sum by (job, instance, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval])))))\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}))",
+              "expr": "sum by (job, instance, model_name) ((instance:vllm_request_queue_time_seconds:p95_rate" + f.duration($._config["intervals.rate"]) + ")\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}))",
               "format": "table",
               "instant": true,
               "range": false,
@@ -5259,7 +5331,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "sum by (job, instance, model_name) ((((sum by (job, instance, model_name) ((rate(vllm:inter_token_latency_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]) or rate(vllm:time_per_output_token_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]))))\n/\n(sum by (job, instance, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval])))))\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}))\n/ on (job, model_name) group_left ()\n(quantile by (job, model_name) (0.5, (sum by (job, instance, model_name) ((rate(vllm:inter_token_latency_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]) or rate(vllm:time_per_output_token_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]))))\n/\n(sum by (job, instance, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]))))\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + " > " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + "))))",
+              "expr": "sum by (job, instance, model_name) (((instance:vllm_request_queue_time_seconds:p95_rate" + f.duration($._config["intervals.rate"]) + ")\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}))\n/ on (job, model_name) group_left ()\n(quantile by (job, model_name) (0.5, instance:vllm_request_queue_time_seconds:p95_rate" + f.duration($._config["intervals.rate"]) + "\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + " > " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + "))))",
               "format": "table",
               "instant": true,
               "range": false,
@@ -5270,11 +5342,77 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "sum by (job, instance, model_name) (instance:vllm_num_requests_waiting:sum{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})",
+              "expr": "sum by (job, instance, model_name) (((sum by (job, instance, model_name) ((rate(vllm:inter_token_latency_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]) or rate(vllm:time_per_output_token_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]))))\n/\n(sum by (job, instance, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval])))))\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}))",
               "format": "table",
               "instant": true,
               "range": false,
               "refId": "H",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, instance, model_name) ((((sum by (job, instance, model_name) ((rate(vllm:inter_token_latency_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]) or rate(vllm:time_per_output_token_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]))))\n/\n(sum by (job, instance, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval])))))\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}))\n/ on (job, model_name) group_left ()\n(quantile by (job, model_name) (0.5, (sum by (job, instance, model_name) ((rate(vllm:inter_token_latency_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]) or rate(vllm:time_per_output_token_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]))))\n/\n(sum by (job, instance, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[$__rate_interval]))))\nand on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + " > " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + "))))",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "I",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, instance, model_name) (instance:vllm_num_requests_running:sum{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "J",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, instance, model_name) (instance:vllm_num_requests_waiting:sum{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "K",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, instance, model_name) (max by (job, instance, model_name) (engine:vllm_kv_cache_usage:ratio{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}))",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "L",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, instance, model_name) (instance:vllm_num_preemptions:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "M",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, instance, model_name) ((time() - max by (job, instance) (process_start_time_seconds{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", instance=~\"$instance\"}))\n* on (job, instance) group_right ()\n(0 * instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"} + 1))",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "N",
             },
           ],
           "title": "Instances",
@@ -5299,19 +5437,31 @@ local f = import 'lib/format.libsonnet';
                   "Value #F": 8,
                   "Value #G": 9,
                   "Value #H": 10,
+                  "Value #I": 11,
+                  "Value #J": 12,
+                  "Value #K": 13,
+                  "Value #L": 14,
+                  "Value #M": 15,
+                  "Value #N": 16,
                   "instance": 1,
                   "job": 0,
                   "model_name": 2,
                 },
                 "renameByName": {
-                  "Value #A": "requests/s",
-                  "Value #B": "TTFT p99",
-                  "Value #C": "TTFT p99 x median",
-                  "Value #D": "queue p95",
-                  "Value #E": "queue p95 x median",
-                  "Value #F": "ITL mean",
-                  "Value #G": "ITL mean x median",
-                  "Value #H": "waiting",
+                  "Value #A": "engines",
+                  "Value #B": "requests/s",
+                  "Value #C": "output tokens/s",
+                  "Value #D": "TTFT p99",
+                  "Value #E": "TTFT p99 x median",
+                  "Value #F": "queue p95",
+                  "Value #G": "queue p95 x median",
+                  "Value #H": "ITL mean",
+                  "Value #I": "ITL mean x median",
+                  "Value #J": "running",
+                  "Value #K": "waiting",
+                  "Value #L": "KV cache (fullest engine)",
+                  "Value #M": "preemptions/s",
+                  "Value #N": "uptime",
                 },
               },
             },
