@@ -27,6 +27,7 @@ from infersight.dashboards import autoscaling as autoscaling_dashboards
 from infersight.dashboards import gpu as gpu_dashboards
 from infersight.dashboards import kv_cache as kv_cache_dashboards
 from infersight.dashboards import moe as moe_dashboards
+from infersight.dashboards import requests as requests_dashboards
 from infersight.dashboards import serving as serving_dashboards
 from infersight.dashboards import spec_decode as spec_decode_dashboards
 from infersight.recording_rules import autoscaling as autoscaling_rules
@@ -42,6 +43,15 @@ DashboardsBuilder = Callable[[Config], dict[str, dict[str, Any]]]
 
 # The two kinds of rule file a pack may write: recording_rules/<pack>.yaml and alerts/<pack>.yaml.
 RULE_KINDS = ("recording_rules", "alerts")
+
+
+def _together(*builders: DashboardsBuilder) -> DashboardsBuilder:
+    """One pack's dashboards from several modules (a module per dashboard)."""
+
+    def build(cfg: Config) -> dict[str, dict[str, Any]]:
+        return {file: board for builder in builders for file, board in builder(cfg).items()}
+
+    return build
 
 
 @dataclass(frozen=True)
@@ -66,6 +76,9 @@ _VLLM_SERVING = frozenset(
         "vllm:time_to_first_token_seconds",
         "vllm:inter_token_latency_seconds",
         "vllm:e2e_request_latency_seconds",
+        "vllm:request_prompt_tokens",
+        "vllm:request_generation_tokens",
+        "vllm:request_time_per_output_token_seconds",
         "vllm:num_requests_running",
         "vllm:num_requests_waiting",
         "vllm:num_preemptions_total",
@@ -82,6 +95,7 @@ _VLLM_SERVING = frozenset(
         "process_max_fds",
         "process_open_fds",
         "process_resident_memory_bytes",
+        "process_start_time_seconds",
         "up",
     }
 )
@@ -93,7 +107,7 @@ PACKS: tuple[Pack, ...] = (
         reads=_VLLM_SERVING,
         recording_groups=serving_rules.groups,
         alert_groups=serving_alerts.groups,
-        dashboards=serving_dashboards.dashboards,
+        dashboards=_together(serving_dashboards.dashboards, requests_dashboards.dashboards),
     ),
     Pack(
         "kv_cache",

@@ -56,6 +56,7 @@ class Query:
     legend: str = ""
     instant: bool = False
     table: bool = False  # one row per series, its labels as columns (a table panel's query)
+    buckets: bool = False  # histogram buckets by le: Grafana turns the cumulative counts into per-bucket rows
 
 
 def filters(*labels: str) -> list[str]:
@@ -73,6 +74,8 @@ def _targets(queries: Sequence[Query]) -> list[Builder[Any]]:
             t = t.instant()
         if query.table:
             t = t.format(prometheus_model.PromQueryFormat.TABLE)
+        if query.buckets:
+            t = t.format(prometheus_model.PromQueryFormat.HEATMAP)
         out.append(t)
     if len(queries) > len(_REF_IDS):
         raise ValueError("a panel may hold at most 26 queries")
@@ -243,7 +246,10 @@ def heatmap(
     max_val: float | None = None,
 ) -> HeatmapPanel:
     """Each series is one row (its legend names it), time runs along x, colour is the value.
-    Nothing is re-binned (calculate off): the rows are the series, e.g. one per expert."""
+    Nothing is re-binned (calculate off): the rows are the series, e.g. one per expert. With
+    bucket queries (``Query.buckets``) the rows are the histogram's buckets, each named by its
+    upper bound (``le``)."""
+    layout = HeatmapCellLayout.LE if any(q.buckets for q in queries) else HeatmapCellLayout.UNKNOWN
     color = (
         HeatmapColorOptions()
         .mode(heatmap_model.HeatmapColorMode.SCHEME)
@@ -260,7 +266,7 @@ def heatmap(
     return (
         _basics(HeatmapPanel(), title, description, unit, queries, width, height)
         .calculate(False)
-        .rows_frame(RowsHeatmapOptions().layout(HeatmapCellLayout.UNKNOWN))
+        .rows_frame(RowsHeatmapOptions().layout(layout))
         .color(color)
         .cell_values(CellValues().unit(unit))
         .y_axis(HeatmapYAxis().reverse(False))

@@ -1,7 +1,7 @@
 """The vertical slice against real processes: vLLM serving a tiny dense model, a real
 Prometheus loading the built rules (time-scaled profile) and a real Alertmanager.
 
-Every query of every panel of the overview dashboard must return data, and stopping vLLM
+Every query of every panel of the overview and requests dashboards must return data, and stopping vLLM
 must get InfersightVLLMTargetDown to Alertmanager."""
 
 from __future__ import annotations
@@ -68,12 +68,15 @@ def _values(result: list[dict[str, Any]]) -> list[float]:
     return [float(s["value"][1]) for s in result]
 
 
-def test_every_dashboard_query_returns_data(observed: ObservedStack, with_traffic: None) -> None:
+@pytest.mark.parametrize(("board", "at_least"), [("vllm-overview.json", 30), ("vllm-requests.json", 10)])
+def test_every_dashboard_query_returns_data(
+    observed: ObservedStack, with_traffic: None, board: str, at_least: int
+) -> None:
     # Other packs' dashboards are proven by their own end-to-end tests. Asked again for a while: a
     # machine stall (tests/host_stalls.py) can empty a 5 s rate window for a moment while traffic
     # flows; a query that never answers still fails.
-    assert len(list(dashboard_queries(bundle.build(CFG).dashboard("vllm-overview.json")))) > 30
-    assert_every_query_answers(observed, "vllm-overview.json", timeout=30)
+    assert len(list(dashboard_queries(bundle.build(CFG).dashboard(board)))) > at_least
+    assert_every_query_answers(observed, board, timeout=30)
 
 
 def test_golden_signals_move_with_traffic(observed: ObservedStack, with_traffic: None) -> None:

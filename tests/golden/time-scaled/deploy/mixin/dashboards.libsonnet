@@ -7737,6 +7737,799 @@ local f = import 'lib/format.libsonnet';
       "uid": "infersight-vllm-overview",
       "version": 1,
     },
+    "vllm-requests.json": {
+      "annotations": {},
+      "description": "Latency distributions and request shape (lengths, time per output token) per model and server (infersight).",
+      "editable": true,
+      "fiscalYearStartMonth": 0,
+      "graphTooltip": 1,
+      "panels": [
+        {
+          "collapsed": false,
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 0,
+          },
+          "id": 1,
+          "panels": [],
+          "title": "Latency distributions",
+          "type": "row",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Requests per second in each TTFT bucket (upper bound on the y axis), summed over the selected models, from the recorded " + f.duration($._config["intervals.rate"]) + " bucket rates. A second band above the usual one is a slow population the percentiles average away.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {},
+              "unit": "s",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 10,
+            "w": 8,
+            "x": 0,
+            "y": 1,
+          },
+          "options": {
+            "calculate": false,
+            "cellGap": 1,
+            "cellValues": {
+              "unit": "s",
+            },
+            "color": {
+              "exponent": 0.5,
+              "fill": "dark-orange",
+              "min": 0,
+              "mode": "scheme",
+              "reverse": false,
+              "scale": "exponential",
+              "scheme": "Oranges",
+              "steps": 64,
+            },
+            "exemplars": {
+              "color": "rgba(255,0,255,0.7)",
+            },
+            "filterValues": {
+              "le": 1e-09,
+            },
+            "legend": {
+              "show": true,
+            },
+            "rowsFrame": {
+              "layout": "le",
+            },
+            "selectionMode": "x",
+            "showValue": "auto",
+            "tooltip": {
+              "mode": "single",
+              "showColorScale": true,
+              "yHistogram": false,
+            },
+            "yAxis": {
+              "reverse": false,
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (le) (model:vllm_time_to_first_token_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"})",
+              "format": "heatmap",
+              "legendFormat": "{{le}}",
+              "refId": "A",
+            },
+          ],
+          "title": "TTFT distribution",
+          "transparent": false,
+          "type": "heatmap",
+          "id": 2,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Requests per second in each ITL bucket (upper bound on the y axis), summed over the selected models, from the recorded " + f.duration($._config["intervals.rate"]) + " bucket rates. A second band above the usual one is a slow population the percentiles average away.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {},
+              "unit": "s",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 10,
+            "w": 8,
+            "x": 8,
+            "y": 1,
+          },
+          "options": {
+            "calculate": false,
+            "cellGap": 1,
+            "cellValues": {
+              "unit": "s",
+            },
+            "color": {
+              "exponent": 0.5,
+              "fill": "dark-orange",
+              "min": 0,
+              "mode": "scheme",
+              "reverse": false,
+              "scale": "exponential",
+              "scheme": "Oranges",
+              "steps": 64,
+            },
+            "exemplars": {
+              "color": "rgba(255,0,255,0.7)",
+            },
+            "filterValues": {
+              "le": 1e-09,
+            },
+            "legend": {
+              "show": true,
+            },
+            "rowsFrame": {
+              "layout": "le",
+            },
+            "selectionMode": "x",
+            "showValue": "auto",
+            "tooltip": {
+              "mode": "single",
+              "showColorScale": true,
+              "yHistogram": false,
+            },
+            "yAxis": {
+              "reverse": false,
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (le) (model:vllm_inter_token_latency_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"})",
+              "format": "heatmap",
+              "legendFormat": "{{le}}",
+              "refId": "A",
+            },
+          ],
+          "title": "ITL distribution",
+          "transparent": false,
+          "type": "heatmap",
+          "id": 3,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Requests per second in each E2E bucket (upper bound on the y axis), summed over the selected models, from the recorded " + f.duration($._config["intervals.rate"]) + " bucket rates. A second band above the usual one is a slow population the percentiles average away.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {},
+              "unit": "s",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 10,
+            "w": 8,
+            "x": 16,
+            "y": 1,
+          },
+          "options": {
+            "calculate": false,
+            "cellGap": 1,
+            "cellValues": {
+              "unit": "s",
+            },
+            "color": {
+              "exponent": 0.5,
+              "fill": "dark-orange",
+              "min": 0,
+              "mode": "scheme",
+              "reverse": false,
+              "scale": "exponential",
+              "scheme": "Oranges",
+              "steps": 64,
+            },
+            "exemplars": {
+              "color": "rgba(255,0,255,0.7)",
+            },
+            "filterValues": {
+              "le": 1e-09,
+            },
+            "legend": {
+              "show": true,
+            },
+            "rowsFrame": {
+              "layout": "le",
+            },
+            "selectionMode": "x",
+            "showValue": "auto",
+            "tooltip": {
+              "mode": "single",
+              "showColorScale": true,
+              "yHistogram": false,
+            },
+            "yAxis": {
+              "reverse": false,
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (le) (model:vllm_e2e_request_latency_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"})",
+              "format": "heatmap",
+              "legendFormat": "{{le}}",
+              "refId": "A",
+            },
+          ],
+          "title": "E2E distribution",
+          "transparent": false,
+          "type": "heatmap",
+          "id": 4,
+        },
+        {
+          "collapsed": false,
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 11,
+          },
+          "id": 5,
+          "panels": [],
+          "title": "Request shape",
+          "type": "row",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Requests per second in each prompt-length bucket (tokens, upper bound on the y axis), summed over the selected servers. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate).",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {},
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 10,
+            "w": 12,
+            "x": 0,
+            "y": 12,
+          },
+          "options": {
+            "calculate": false,
+            "cellGap": 1,
+            "cellValues": {
+              "unit": "short",
+            },
+            "color": {
+              "exponent": 0.5,
+              "fill": "dark-orange",
+              "min": 0,
+              "mode": "scheme",
+              "reverse": false,
+              "scale": "exponential",
+              "scheme": "Oranges",
+              "steps": 64,
+            },
+            "exemplars": {
+              "color": "rgba(255,0,255,0.7)",
+            },
+            "filterValues": {
+              "le": 1e-09,
+            },
+            "legend": {
+              "show": true,
+            },
+            "rowsFrame": {
+              "layout": "le",
+            },
+            "selectionMode": "x",
+            "showValue": "auto",
+            "tooltip": {
+              "mode": "single",
+              "showColorScale": true,
+              "yHistogram": false,
+            },
+            "yAxis": {
+              "reverse": false,
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (le) (rate(vllm:request_prompt_tokens_bucket{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval]))",
+              "format": "heatmap",
+              "legendFormat": "{{le}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Prompt length distribution",
+          "transparent": false,
+          "type": "heatmap",
+          "id": 6,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Requests per second in each output-length bucket (tokens, upper bound on the y axis), summed over the selected servers. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate).",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {},
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 10,
+            "w": 12,
+            "x": 12,
+            "y": 12,
+          },
+          "options": {
+            "calculate": false,
+            "cellGap": 1,
+            "cellValues": {
+              "unit": "short",
+            },
+            "color": {
+              "exponent": 0.5,
+              "fill": "dark-orange",
+              "min": 0,
+              "mode": "scheme",
+              "reverse": false,
+              "scale": "exponential",
+              "scheme": "Oranges",
+              "steps": 64,
+            },
+            "exemplars": {
+              "color": "rgba(255,0,255,0.7)",
+            },
+            "filterValues": {
+              "le": 1e-09,
+            },
+            "legend": {
+              "show": true,
+            },
+            "rowsFrame": {
+              "layout": "le",
+            },
+            "selectionMode": "x",
+            "showValue": "auto",
+            "tooltip": {
+              "mode": "single",
+              "showColorScale": true,
+              "yHistogram": false,
+            },
+            "yAxis": {
+              "reverse": false,
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (le) (rate(vllm:request_generation_tokens_bucket{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval]))",
+              "format": "heatmap",
+              "legendFormat": "{{le}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Output length distribution",
+          "transparent": false,
+          "type": "heatmap",
+          "id": 7,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Prompt tokens per request, p50 and p95 per model. Longer prompts cost prefill time and KV cache: a TTFT rise with a prompt-length rise is load, not a fault. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate).",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 0,
+            "y": 22,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "histogram_quantile(0.5, sum by (le, job, model_name) (rate(vllm:request_prompt_tokens_bucket{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval])))",
+              "legendFormat": "p50 {{model_name}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "histogram_quantile(0.95, sum by (le, job, model_name) (rate(vllm:request_prompt_tokens_bucket{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval])))",
+              "legendFormat": "p95 {{model_name}}",
+              "refId": "B",
+            },
+          ],
+          "title": "Prompt length",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 8,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Generated tokens per request, p50 and p95 per model: with the time per output token, what an end-to-end latency is made of. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate).",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 8,
+            "y": 22,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "histogram_quantile(0.5, sum by (le, job, model_name) (rate(vllm:request_generation_tokens_bucket{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval])))",
+              "legendFormat": "p50 {{model_name}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "histogram_quantile(0.95, sum by (le, job, model_name) (rate(vllm:request_generation_tokens_bucket{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval])))",
+              "legendFormat": "p95 {{model_name}}",
+              "refId": "B",
+            },
+          ],
+          "title": "Output length",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 9,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Each request's decode time over its output tokens, p50/p95/p99 per model. Unlike the ITL (every gap between tokens), one value per request: a few long stalls raise the ITL tail but barely move TPOT. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate).",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "unit": "s",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 16,
+            "y": 22,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "histogram_quantile(0.5, sum by (le, job, model_name) (rate(vllm:request_time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval])))",
+              "legendFormat": "p50 {{model_name}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "histogram_quantile(0.95, sum by (le, job, model_name) (rate(vllm:request_time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval])))",
+              "legendFormat": "p95 {{model_name}}",
+              "refId": "B",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "histogram_quantile(0.99, sum by (le, job, model_name) (rate(vllm:request_time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval])))",
+              "legendFormat": "p99 {{model_name}}",
+              "refId": "C",
+            },
+          ],
+          "title": "Time per output token (TPOT)",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 10,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "End-to-end request latency p95 per server: which replica a model's slow requests come from. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate).",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "unit": "s",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 24,
+            "x": 0,
+            "y": 30,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "histogram_quantile(0.95, sum by (le, job, instance, model_name) (rate(vllm:e2e_request_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval])))",
+              "legendFormat": "p95 {{instance}} @ {{model_name}}",
+              "refId": "A",
+            },
+          ],
+          "title": "E2E latency p95 by instance",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 11,
+        },
+      ],
+      "refresh": "30s",
+      "schemaVersion": 42,
+      "tags": [
+        "infersight",
+        "vllm",
+      ],
+      "templating": {
+        "list": [
+          {
+            "allowCustomValue": true,
+            "auto": false,
+            "auto_count": 30,
+            "auto_min": "10s",
+            "current": {
+              "selected": true,
+              "text": "prometheus",
+              "value": "prometheus",
+            },
+            "includeAll": false,
+            "label": "Data source",
+            "multi": false,
+            "name": "datasource",
+            "query": "prometheus",
+            "skipUrlSync": false,
+            "type": "datasource",
+          },
+          {
+            "allValue": ".*",
+            "allowCustomValue": true,
+            "auto": false,
+            "auto_count": 30,
+            "auto_min": "10s",
+            "current": {
+              "selected": true,
+              "text": [
+                "All",
+              ],
+              "value": [
+                "$__all",
+              ],
+            },
+            "datasource": {
+              "type": "prometheus",
+              "uid": "${datasource}",
+            },
+            "definition": "label_values(instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + ", job)",
+            "includeAll": true,
+            "label": "job",
+            "multi": true,
+            "name": "job",
+            "query": "label_values(instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + ", job)",
+            "refresh": 2,
+            "skipUrlSync": false,
+            "sort": 1,
+            "type": "query",
+          },
+          {
+            "allValue": ".*",
+            "allowCustomValue": true,
+            "auto": false,
+            "auto_count": 30,
+            "auto_min": "10s",
+            "current": {
+              "selected": true,
+              "text": [
+                "All",
+              ],
+              "value": [
+                "$__all",
+              ],
+            },
+            "datasource": {
+              "type": "prometheus",
+              "uid": "${datasource}",
+            },
+            "definition": "label_values(instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\"}, model_name)",
+            "includeAll": true,
+            "label": "model_name",
+            "multi": true,
+            "name": "model_name",
+            "query": "label_values(instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\"}, model_name)",
+            "refresh": 2,
+            "skipUrlSync": false,
+            "sort": 1,
+            "type": "query",
+          },
+          {
+            "allValue": ".*",
+            "allowCustomValue": true,
+            "auto": false,
+            "auto_count": 30,
+            "auto_min": "10s",
+            "current": {
+              "selected": true,
+              "text": [
+                "All",
+              ],
+              "value": [
+                "$__all",
+              ],
+            },
+            "datasource": {
+              "type": "prometheus",
+              "uid": "${datasource}",
+            },
+            "definition": "label_values(instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}, instance)",
+            "includeAll": true,
+            "label": "instance",
+            "multi": true,
+            "name": "instance",
+            "query": "label_values(instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}, instance)",
+            "refresh": 2,
+            "skipUrlSync": false,
+            "sort": 1,
+            "type": "query",
+          },
+        ],
+      },
+      "time": {
+        "from": "now-3h",
+        "to": "now",
+      },
+      "timezone": "browser",
+      "title": "vLLM / Requests",
+      "uid": "infersight-vllm-requests",
+      "version": 1,
+    },
     "vllm-spec-decode.json": {
       "annotations": {},
       "description": "Draft acceptance and token flow of the vLLM servers started with --speculative-config.",

@@ -1,0 +1,125 @@
+"""What the requests look like: the latency distributions as heatmaps, the prompt and output
+lengths, the time per output token and the end-to-end latency per server.
+
+The heatmaps read the per-model bucket rates the serving pack records anyway. The other panels
+read vLLM's raw histograms on purpose: they are opened to investigate, not watched all day, and
+recording them would cost every rule evaluation on every engine of the fleet (docs/scale.md)
+where a query costs only while someone looks. The overview stays on recorded series."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from grafana_foundation_sdk.builders.heatmap import Panel as HeatmapPanel
+
+from infersight import conventions, promql
+from infersight.config import Config
+from infersight.dashboards.common import Query, Section, filters, heatmap, render, timeseries
+from infersight.recording_rules import serving as serving_rules
+
+FILE = "vllm-requests.json"
+VARIABLES = ("job", "model_name", "instance")
+MODEL_FILTERS = filters("job", "model_name")
+INSTANCE_FILTERS = filters(*VARIABLES)
+# vLLM's per-request histograms of length and pace; the serving pack's reads include them.
+PROMPT_TOKENS = "vllm:request_prompt_tokens"
+OUTPUT_TOKENS = "vllm:request_generation_tokens"
+TPOT = "vllm:request_time_per_output_token_seconds"
+E2E = "vllm:e2e_request_latency_seconds"
+RAW_HISTOGRAMS = (PROMPT_TOKENS, OUTPUT_TOKENS, TPOT, E2E)
+_RAW = "Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate)."
+
+
+def _raw_quantiles(cfg: Config, metric: str, by: tuple[str, ...], quantiles: tuple[float, ...]) -> list[Query]:
+    sel = [*cfg.selectors.vllm, *INSTANCE_FILTERS]
+    rates = promql.rate(metric, "$__rate_interval", sel, "_bucket")
+    who = " @ ".join("{{" + label + "}}" for label in by if label != "job")
+    return [Query(promql.quantile_from_buckets(qv, by, rates), f"p{round(qv * 100)} {who}") for qv in quantiles]
+
+
+def _distributions(cfg: Config) -> Section:
+    panels = []
+    for metric, short in serving_rules.LATENCY_HISTOGRAMS:
+        buckets = promql.sum_by(("le",), promql.recorded(conventions.bucket_rate(cfg, metric, "model"), MODEL_FILTERS))
+        panels.append(
+            heatmap(
+                f"{short} distribution",
+                f"Requests per second in each {short} bucket (upper bound on the y axis), summed over the "
+                f"selected models, from the recorded {cfg.intervals.rate} bucket rates. A second band above the "
+                "usual one is a slow population the percentiles average away.",
+                "s",
+                [Query(buckets, "{{le}}", buckets=True)],
+                width=8,
+            )
+        )
+    return Section("Latency distributions", panels)
+
+
+def _length_distribution(cfg: Config, metric: str, what: str) -> HeatmapPanel:
+    sel = [*cfg.selectors.vllm, *INSTANCE_FILTERS]
+    buckets = promql.sum_by(("le",), promql.rate(metric, "$__rate_interval", sel, "_bucket"))
+    return heatmap(
+        f"{what} length distribution",
+        f"Requests per second in each {what.lower()}-length bucket (tokens, upper bound on the y axis), summed "
+        f"over the selected servers. {_RAW}",
+        "short",
+        [Query(buckets, "{{le}}", buckets=True)],
+        width=12,
+    )
+
+
+def _shape(cfg: Config) -> Section:
+    model = ("job", "model_name")
+    return Section(
+        "Request shape",
+        [
+            _length_distribution(cfg, PROMPT_TOKENS, "Prompt"),
+            _length_distribution(cfg, OUTPUT_TOKENS, "Output"),
+            timeseries(
+                "Prompt length",
+                "Prompt tokens per request, p50 and p95 per model. Longer prompts cost prefill time and KV "
+                f"cache: a TTFT rise with a prompt-length rise is load, not a fault. {_RAW}",
+                "short",
+                _raw_quantiles(cfg, PROMPT_TOKENS, model, (0.5, 0.95)),
+                width=8,
+            ),
+            timeseries(
+                "Output length",
+                "Generated tokens per request, p50 and p95 per model: with the time per output token, what an "
+                f"end-to-end latency is made of. {_RAW}",
+                "short",
+                _raw_quantiles(cfg, OUTPUT_TOKENS, model, (0.5, 0.95)),
+                width=8,
+            ),
+            timeseries(
+                "Time per output token (TPOT)",
+                "Each request's decode time over its output tokens, p50/p95/p99 per model. Unlike the ITL "
+                "(every gap between tokens), one value per request: a few long stalls raise the ITL tail "
+                f"but barely move TPOT. {_RAW}",
+                "s",
+                _raw_quantiles(cfg, TPOT, model, conventions.QUANTILES),
+                width=8,
+            ),
+            timeseries(
+                "E2E latency p95 by instance",
+                f"End-to-end request latency p95 per server: which replica a model's slow requests come from. {_RAW}",
+                "s",
+                _raw_quantiles(cfg, E2E, conventions.INSTANCE, (0.95,)),
+                width=24,
+            ),
+        ],
+    )
+
+
+def dashboards(cfg: Config) -> dict[str, dict[str, Any]]:
+    board = render(
+        cfg,
+        name="vllm-requests",
+        title="vLLM / Requests",
+        description="Latency distributions and request shape (lengths, time per output token) per model and "
+        "server (infersight).",
+        variables_from=serving_rules.requests(cfg),
+        variable_labels=VARIABLES,
+        sections=[_distributions(cfg), _shape(cfg)],
+    )
+    return {FILE: board}
