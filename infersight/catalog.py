@@ -490,6 +490,16 @@ _METRICS: tuple[Metric, ...] = (
         ">=0.4",
         "reqps",
     ),
+    Metric(
+        "http_request_duration_seconds",
+        HISTOGRAM,
+        Source.VLLM_API,
+        ("handler", "method"),
+        "HTTP request duration by handler (prometheus-fastapi-instrumentator); for a stream, until its last chunk.",
+        ">=0.4",
+        "s",
+        buckets=(0.1, 0.5, 1.0),
+    ),
     # --- dcgm-exporter default fields (also served by `infersight exporter gpu`) ---------------
     _dcgm("DCGM_FI_DEV_FB_USED", GAUGE, "Framebuffer memory used, MiB.", "decmbytes"),
     _dcgm("DCGM_FI_DEV_FB_FREE", GAUGE, "Framebuffer memory free, MiB.", "decmbytes"),

@@ -91,6 +91,7 @@ _VLLM_SERVING = frozenset(
         "vllm:estimated_read_bytes_per_gpu_total",
         "vllm:estimated_write_bytes_per_gpu_total",
         "http_requests_total",
+        "http_request_duration_seconds",
         "process_cpu_seconds_total",
         "process_max_fds",
         "process_open_fds",

@@ -1,5 +1,6 @@
 """What the requests look like: the latency distributions as heatmaps, the prompt and output
-lengths, the time per output token and the end-to-end latency per server.
+lengths, the time per output token, the end-to-end latency per server and the API server's
+requests and durations per endpoint.
 
 The heatmaps read the per-model bucket rates the serving pack records anyway. The other panels
 read vLLM's raw histograms on purpose: they are opened to investigate, not watched all day, and
@@ -26,6 +27,7 @@ PROMPT_TOKENS = "vllm:request_prompt_tokens"
 OUTPUT_TOKENS = "vllm:request_generation_tokens"
 TPOT = "vllm:request_time_per_output_token_seconds"
 E2E = "vllm:e2e_request_latency_seconds"
+HTTP_DURATION = "http_request_duration_seconds"
 RAW_HISTOGRAMS = (PROMPT_TOKENS, OUTPUT_TOKENS, TPOT, E2E)
 _RAW = "Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate)."
 
@@ -111,6 +113,35 @@ def _shape(cfg: Config) -> Section:
     )
 
 
+def _endpoints(cfg: Config) -> Section:
+    """The API server's HTTP metrics carry no model_name: these follow the job and instance variables."""
+    servers = [*cfg.selectors.vllm, *filters("job", "instance")]
+    by = ("job", "handler")
+
+    def summed(suffix: str, metric: str = HTTP_DURATION) -> str:
+        return promql.sum_by(by, promql.rate(metric, "$__rate_interval", servers, suffix))
+
+    return Section(
+        "API server endpoints",
+        [
+            timeseries(
+                "HTTP requests by endpoint",
+                "Requests per second per API route over the selected servers: completions against chat, "
+                f"and how often health checks and model listings call. {_RAW}",
+                "reqps",
+                [Query(summed("", "http_requests_total"), "{{handler}}")],
+            ),
+            timeseries(
+                "HTTP mean duration by endpoint",
+                "Mean time per request per API route, over the selected servers; a streamed completion "
+                f"counts until its last chunk, so this follows the output length. {_RAW}",
+                "s",
+                [Query(promql.ratio(summed("_sum"), summed("_count")), "{{handler}}")],
+            ),
+        ],
+    )
+
+
 def dashboards(cfg: Config) -> dict[str, dict[str, Any]]:
     board = render(
         cfg,
@@ -120,6 +151,6 @@ def dashboards(cfg: Config) -> dict[str, dict[str, Any]]:
         "server (infersight).",
         variables_from=serving_rules.requests(cfg),
         variable_labels=VARIABLES,
-        sections=[_distributions(cfg), _shape(cfg)],
+        sections=[_distributions(cfg), _shape(cfg), _endpoints(cfg)],
     )
     return {FILE: board}
