@@ -18,7 +18,14 @@ import promql_parser
 from infersight import catalog
 
 # Grafana's built-in interval variables, and a stand-in of the same kind for parsing.
-_RANGE_VARS = {"$__rate_interval": "5m", "$__interval": "1m", "$__range": "1h", "${__rate_interval}": "5m"}
+# "$__range_s" before "$__range", which is its prefix.
+_RANGE_VARS = {
+    "$__rate_interval": "5m",
+    "$__interval": "1m",
+    "$__range_s": "3600",
+    "$__range": "1h",
+    "${__rate_interval}": "5m",
+}
 # A variable name starts with a letter or "_": "$1" in a label_replace() replacement is PromQL's
 # capture group, which Grafana leaves alone because no variable has that name.
 _VAR = re.compile(r"\$\{([A-Za-z_]\w*)(?::\w+)?\}|\$([A-Za-z_]\w*)|\[\[([A-Za-z_]\w*)\]\]")

@@ -218,6 +218,11 @@ def test_substitute_grafana_variables() -> None:
     )
 
 
+def test_substitute_the_range_and_its_seconds_apart() -> None:
+    # $__range is a prefix of $__range_s: a summary table multiplies a mean rate by the seconds.
+    assert substitute("avg_over_time(x[$__range]) * $__range_s") == "avg_over_time(x[1h]) * 3600"
+
+
 def test_substitute_leaves_label_replace_capture_groups_alone() -> None:
     expr = 'label_replace(x{h=~"$Hostname"}, "host", "host/$1", "h", "(.+)")'
     assert substitute(expr, {"Hostname": "node-1"}) == 'label_replace(x{h=~"node-1"}, "host", "host/$1", "h", "(.+)")'

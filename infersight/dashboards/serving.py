@@ -277,6 +277,48 @@ def _slo(cfg: Config, spec: serving_rules.SLOSpec) -> Section:
     )
 
 
+def _models_over_range(cfg: Config) -> Section:
+    """vLLM's per-model summary over the dashboard's time range, from the recorded rates: a rate's
+    mean over the range times its length is the count in it, and the mean of the recorded bucket
+    rates gives the range's quantile (a histogram_quantile of averaged rates, no subquery)."""
+    model = ("job", "model_name")
+
+    def total(name: str) -> str:
+        return f"{promql.sum_by(model, promql.over_time('avg', _selected(name), '$__range'))} * $__range_s"
+
+    def p95(metric: str) -> str:
+        buckets = promql.recorded(conventions.bucket_rate(cfg, metric, "model"), MODEL_FILTERS)
+        return promql.quantile_from_buckets(0.95, model, promql.over_time("avg", buckets, "$__range"))
+
+    by_reason = serving_rules.requests_by_reason(cfg)
+    bad = promql.over_time("avg", _selected(by_reason, [serving_rules.bad_reasons(cfg)], MODEL_FILTERS), "$__range")
+    every = promql.over_time("avg", _selected(by_reason, base=MODEL_FILTERS), "$__range")
+    kv_peak = promql.agg("max", model, promql.over_time("max", _selected(serving_rules.KV_USAGE_ENGINE), "$__range"))
+    columns = [
+        Column(promql.agg("count", model, _selected(serving_rules.requests(cfg))), "servers now", "short"),
+        Column(total(serving_rules.requests(cfg)), "requests", "short"),
+        Column(total(serving_rules.tokens(cfg, "generation")), "output tokens", "short"),
+        Column(promql.ratio(promql.sum_by(model, bad), promql.sum_by(model, every)), "error ratio", "percentunit"),
+        *(Column(p95(metric), f"{short} p95", "s") for metric, short in serving_rules.LATENCY_HISTOGRAMS),
+        Column(kv_peak, "KV cache peak", "percentunit"),
+        Column(total(serving_rules.preemptions(cfg)), "preemptions", "short"),
+    ]
+    return Section(
+        "Models over the selected range",
+        [
+            table(
+                "Per-model summary",
+                "One row per model over the dashboard's time range: requests and output tokens served, the "
+                f"error ratio ({', '.join(cfg.slo.availability.bad_finished_reasons)}), TTFT/ITL/E2E p95, the "
+                f"fullest engine's KV cache and the preemptions. From the recorded {cfg.intervals.rate} rates, "
+                "so a range shorter than that reads as its last window.",
+                model,
+                columns,
+            )
+        ],
+    )
+
+
 def _uptime(cfg: Config) -> str:
     """Seconds since the API server process started. Its process series carry no model_name, so
     each server's value is copied onto its rows (one per model it serves) through its request rate."""
@@ -462,7 +504,8 @@ def _api_server(cfg: Config) -> Section:
 
 
 def dashboards(cfg: Config) -> dict[str, dict[str, Any]]:
-    sections = [_overview(cfg), _instances(cfg), _traffic(cfg), _errors(cfg), _latency(cfg), _saturation(cfg)]
+    sections = [_overview(cfg), _models_over_range(cfg), _instances(cfg), _traffic(cfg), _errors(cfg)]
+    sections += [_latency(cfg), _saturation(cfg)]
     sections += [_api_server(cfg), _lora(cfg), _compute(cfg)]
     sections += [_slo(cfg, spec) for spec in serving_rules.slo_specs(cfg)]
     board = render(

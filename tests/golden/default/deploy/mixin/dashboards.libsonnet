@@ -4971,6 +4971,308 @@ local f = import 'lib/format.libsonnet';
           },
           "id": 9,
           "panels": [],
+          "title": "Models over the selected range",
+          "type": "row",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "One row per model over the dashboard's time range: requests and output tokens served, the error ratio (error, abort), TTFT/ITL/E2E p95, the fullest engine's KV cache and the preemptions. From the recorded " + f.duration($._config["intervals.rate"]) + " rates, so a range shorter than that reads as its last window.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "align": "auto",
+                "filterable": true,
+                "inspect": false,
+              },
+              "unit": "none",
+            },
+            "overrides": [
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "servers now",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "short",
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "requests",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "short",
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "output tokens",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "short",
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "error ratio",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "percentunit",
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "TTFT p95",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "s",
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "ITL p95",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "s",
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "E2E p95",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "s",
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "KV cache peak",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "percentunit",
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "preemptions",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "short",
+                  },
+                ],
+              },
+            ],
+          },
+          "gridPos": {
+            "h": 10,
+            "w": 24,
+            "x": 0,
+            "y": 10,
+          },
+          "options": {
+            "cellHeight": "sm",
+            "footer": {
+              "countRows": false,
+              "reducer": [],
+              "show": false,
+            },
+            "frameIndex": 0,
+            "showHeader": true,
+            "showTypeIcons": false,
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, model_name) (count by (job, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}))",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, model_name) (sum by (job, model_name) (avg_over_time(instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__range])) * $__range_s)",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "B",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, model_name) (sum by (job, model_name) (avg_over_time(instance:vllm_generation_tokens:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__range])) * $__range_s)",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "C",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, model_name) ((sum by (job, model_name) (avg_over_time(model:vllm_request_success:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", finished_reason=~\"abort|error\"}[$__range])))\n/\n(sum by (job, model_name) (avg_over_time(model:vllm_request_success:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}[$__range]))))",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "D",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, model_name) (histogram_quantile(0.95, sum by (le, job, model_name) (avg_over_time(model:vllm_time_to_first_token_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}[$__range]))))",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "E",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, model_name) (histogram_quantile(0.95, sum by (le, job, model_name) (avg_over_time(model:vllm_inter_token_latency_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}[$__range]))))",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "F",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, model_name) (histogram_quantile(0.95, sum by (le, job, model_name) (avg_over_time(model:vllm_e2e_request_latency_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}[$__range]))))",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "G",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, model_name) (max by (job, model_name) (max_over_time(engine:vllm_kv_cache_usage:ratio{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__range])))",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "H",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, model_name) (sum by (job, model_name) (avg_over_time(instance:vllm_num_preemptions:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__range])) * $__range_s)",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "I",
+            },
+          ],
+          "title": "Per-model summary",
+          "transformations": [
+            {
+              "id": "merge",
+              "options": {},
+            },
+            {
+              "id": "organize",
+              "options": {
+                "excludeByName": {
+                  "Time": true,
+                  "__name__": true,
+                },
+                "indexByName": {
+                  "Value #A": 2,
+                  "Value #B": 3,
+                  "Value #C": 4,
+                  "Value #D": 5,
+                  "Value #E": 6,
+                  "Value #F": 7,
+                  "Value #G": 8,
+                  "Value #H": 9,
+                  "Value #I": 10,
+                  "job": 0,
+                  "model_name": 1,
+                },
+                "renameByName": {
+                  "Value #A": "servers now",
+                  "Value #B": "requests",
+                  "Value #C": "output tokens",
+                  "Value #D": "error ratio",
+                  "Value #E": "TTFT p95",
+                  "Value #F": "ITL p95",
+                  "Value #G": "E2E p95",
+                  "Value #H": "KV cache peak",
+                  "Value #I": "preemptions",
+                },
+              },
+            },
+          ],
+          "transparent": false,
+          "type": "table",
+          "id": 10,
+        },
+        {
+          "collapsed": false,
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 20,
+          },
+          "id": 11,
+          "panels": [],
           "title": "Instances",
           "type": "row",
         },
@@ -5245,7 +5547,7 @@ local f = import 'lib/format.libsonnet';
             "h": 10,
             "w": 24,
             "x": 0,
-            "y": 10,
+            "y": 21,
           },
           "options": {
             "cellHeight": "sm",
@@ -5468,7 +5770,7 @@ local f = import 'lib/format.libsonnet';
           ],
           "transparent": false,
           "type": "table",
-          "id": 10,
+          "id": 12,
         },
         {
           "collapsed": false,
@@ -5476,9 +5778,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 20,
+            "y": 31,
           },
-          "id": 11,
+          "id": 13,
           "panels": [],
           "title": "Traffic",
           "type": "row",
@@ -5503,7 +5805,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 21,
+            "y": 32,
           },
           "options": {
             "legend": {
@@ -5535,7 +5837,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Request rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 12,
+          "id": 14,
         },
         {
           "datasource": {
@@ -5557,7 +5859,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 21,
+            "y": 32,
           },
           "options": {
             "legend": {
@@ -5598,7 +5900,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Token throughput",
           "transparent": false,
           "type": "timeseries",
-          "id": 13,
+          "id": 15,
         },
         {
           "datasource": {
@@ -5623,7 +5925,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 29,
+            "y": 40,
           },
           "options": {
             "legend": {
@@ -5655,7 +5957,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Finished requests by reason",
           "transparent": false,
           "type": "timeseries",
-          "id": 14,
+          "id": 16,
         },
         {
           "collapsed": false,
@@ -5663,9 +5965,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 37,
+            "y": 48,
           },
-          "id": 15,
+          "id": 17,
           "panels": [],
           "title": "Errors",
           "type": "row",
@@ -5690,7 +5992,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 38,
+            "y": 49,
           },
           "options": {
             "legend": {
@@ -5722,7 +6024,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Request error ratio",
           "transparent": false,
           "type": "timeseries",
-          "id": 16,
+          "id": 18,
         },
         {
           "datasource": {
@@ -5744,7 +6046,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 38,
+            "y": 49,
           },
           "options": {
             "legend": {
@@ -5776,7 +6078,7 @@ local f = import 'lib/format.libsonnet';
           "title": "HTTP 5xx ratio",
           "transparent": false,
           "type": "timeseries",
-          "id": 17,
+          "id": 19,
         },
         {
           "collapsed": false,
@@ -5784,9 +6086,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 46,
+            "y": 57,
           },
-          "id": 18,
+          "id": 20,
           "panels": [],
           "title": "Latency",
           "type": "row",
@@ -5826,7 +6128,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 0,
-            "y": 47,
+            "y": 58,
           },
           "options": {
             "legend": {
@@ -5876,7 +6178,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 19,
+          "id": 21,
         },
         {
           "datasource": {
@@ -5913,7 +6215,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 8,
-            "y": 47,
+            "y": 58,
           },
           "options": {
             "legend": {
@@ -5963,7 +6265,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 20,
+          "id": 22,
         },
         {
           "datasource": {
@@ -6000,7 +6302,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 47,
+            "y": 58,
           },
           "options": {
             "legend": {
@@ -6050,7 +6352,7 @@ local f = import 'lib/format.libsonnet';
           "title": "E2E latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 21,
+          "id": 23,
         },
         {
           "datasource": {
@@ -6087,7 +6389,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 24,
             "x": 0,
-            "y": 55,
+            "y": 66,
           },
           "options": {
             "legend": {
@@ -6119,7 +6421,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT p99 by instance",
           "transparent": false,
           "type": "timeseries",
-          "id": 22,
+          "id": 24,
         },
         {
           "collapsed": false,
@@ -6127,9 +6429,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 63,
+            "y": 74,
           },
-          "id": 23,
+          "id": 25,
           "panels": [],
           "title": "Saturation",
           "type": "row",
@@ -6154,7 +6456,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 0,
-            "y": 64,
+            "y": 75,
           },
           "options": {
             "legend": {
@@ -6195,7 +6497,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Running and waiting requests",
           "transparent": false,
           "type": "timeseries",
-          "id": 24,
+          "id": 26,
         },
         {
           "datasource": {
@@ -6218,7 +6520,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 8,
-            "y": 64,
+            "y": 75,
           },
           "options": {
             "legend": {
@@ -6250,7 +6552,7 @@ local f = import 'lib/format.libsonnet';
           "title": "KV-cache usage",
           "transparent": false,
           "type": "timeseries",
-          "id": 25,
+          "id": 27,
         },
         {
           "datasource": {
@@ -6272,7 +6574,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 64,
+            "y": 75,
           },
           "options": {
             "legend": {
@@ -6304,7 +6606,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Preemptions",
           "transparent": false,
           "type": "timeseries",
-          "id": 26,
+          "id": 28,
         },
         {
           "collapsed": false,
@@ -6312,9 +6614,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 72,
+            "y": 83,
           },
-          "id": 27,
+          "id": 29,
           "panels": [],
           "title": "API server",
           "type": "row",
@@ -6339,7 +6641,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 6,
             "x": 0,
-            "y": 73,
+            "y": 84,
           },
           "options": {
             "legend": {
@@ -6371,7 +6673,7 @@ local f = import 'lib/format.libsonnet';
           "title": "HTTP requests by status",
           "transparent": false,
           "type": "timeseries",
-          "id": 28,
+          "id": 30,
         },
         {
           "datasource": {
@@ -6393,7 +6695,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 6,
             "x": 6,
-            "y": 73,
+            "y": 84,
           },
           "options": {
             "legend": {
@@ -6425,7 +6727,7 @@ local f = import 'lib/format.libsonnet';
           "title": "API server CPU",
           "transparent": false,
           "type": "timeseries",
-          "id": 29,
+          "id": 31,
         },
         {
           "datasource": {
@@ -6447,7 +6749,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 6,
             "x": 12,
-            "y": 73,
+            "y": 84,
           },
           "options": {
             "legend": {
@@ -6479,7 +6781,7 @@ local f = import 'lib/format.libsonnet';
           "title": "API server memory",
           "transparent": false,
           "type": "timeseries",
-          "id": 30,
+          "id": 32,
         },
         {
           "datasource": {
@@ -6502,7 +6804,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 6,
             "x": 18,
-            "y": 73,
+            "y": 84,
           },
           "options": {
             "legend": {
@@ -6534,7 +6836,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Open file descriptors",
           "transparent": false,
           "type": "timeseries",
-          "id": 31,
+          "id": 33,
         },
         {
           "collapsed": false,
@@ -6542,9 +6844,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 81,
+            "y": 92,
           },
-          "id": 32,
+          "id": 34,
           "panels": [],
           "title": "LoRA adapters",
           "type": "row",
@@ -6570,7 +6872,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 82,
+            "y": 93,
           },
           "options": {
             "legend": {
@@ -6602,7 +6904,7 @@ local f = import 'lib/format.libsonnet';
           "title": "LoRA adapters per server",
           "transparent": false,
           "type": "timeseries",
-          "id": 33,
+          "id": 35,
         },
         {
           "datasource": {
@@ -6639,7 +6941,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 82,
+            "y": 93,
           },
           "options": {
             "cellHeight": "sm",
@@ -6695,7 +6997,7 @@ local f = import 'lib/format.libsonnet';
           ],
           "transparent": false,
           "type": "table",
-          "id": 34,
+          "id": 36,
         },
         {
           "collapsed": false,
@@ -6703,9 +7005,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 90,
+            "y": 101,
           },
-          "id": 35,
+          "id": 37,
           "panels": [],
           "title": "Compute estimates (MFU)",
           "type": "row",
@@ -6731,7 +7033,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 91,
+            "y": 102,
           },
           "options": {
             "legend": {
@@ -6763,7 +7065,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Model FLOP/s per GPU",
           "transparent": false,
           "type": "timeseries",
-          "id": 36,
+          "id": 38,
         },
         {
           "datasource": {
@@ -6786,7 +7088,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 91,
+            "y": 102,
           },
           "options": {
             "legend": {
@@ -6827,7 +7129,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Memory traffic per GPU",
           "transparent": false,
           "type": "timeseries",
-          "id": 37,
+          "id": 39,
         },
         {
           "collapsed": false,
@@ -6835,9 +7137,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 99,
+            "y": 110,
           },
-          "id": 38,
+          "id": 40,
           "panels": [],
           "title": "SLO: Availability",
           "type": "row",
@@ -6868,7 +7170,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 0,
-            "y": 100,
+            "y": 111,
           },
           "options": {
             "colorMode": "value",
@@ -6901,7 +7203,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 39,
+          "id": 41,
         },
         {
           "datasource": {
@@ -6936,7 +7238,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 6,
-            "y": 100,
+            "y": 111,
           },
           "options": {
             "colorMode": "value",
@@ -6969,7 +7271,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 40,
+          "id": 42,
         },
         {
           "datasource": {
@@ -6991,7 +7293,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 100,
+            "y": 111,
           },
           "options": {
             "legend": {
@@ -7077,7 +7379,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 41,
+          "id": 43,
         },
         {
           "collapsed": false,
@@ -7085,9 +7387,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 108,
+            "y": 119,
           },
-          "id": 42,
+          "id": 44,
           "panels": [],
           "title": "SLO: TTFT",
           "type": "row",
@@ -7118,7 +7420,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 0,
-            "y": 109,
+            "y": 120,
           },
           "options": {
             "colorMode": "value",
@@ -7151,7 +7453,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 43,
+          "id": 45,
         },
         {
           "datasource": {
@@ -7186,7 +7488,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 6,
-            "y": 109,
+            "y": 120,
           },
           "options": {
             "colorMode": "value",
@@ -7219,7 +7521,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 44,
+          "id": 46,
         },
         {
           "datasource": {
@@ -7241,7 +7543,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 109,
+            "y": 120,
           },
           "options": {
             "legend": {
@@ -7327,7 +7629,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 45,
+          "id": 47,
         },
         {
           "collapsed": false,
@@ -7335,9 +7637,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 117,
+            "y": 128,
           },
-          "id": 46,
+          "id": 48,
           "panels": [],
           "title": "SLO: ITL",
           "type": "row",
@@ -7368,7 +7670,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 0,
-            "y": 118,
+            "y": 129,
           },
           "options": {
             "colorMode": "value",
@@ -7401,7 +7703,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 47,
+          "id": 49,
         },
         {
           "datasource": {
@@ -7436,7 +7738,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 6,
-            "y": 118,
+            "y": 129,
           },
           "options": {
             "colorMode": "value",
@@ -7469,7 +7771,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 48,
+          "id": 50,
         },
         {
           "datasource": {
@@ -7491,7 +7793,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 118,
+            "y": 129,
           },
           "options": {
             "legend": {
@@ -7577,7 +7879,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 49,
+          "id": 51,
         },
       ],
       "refresh": "30s",

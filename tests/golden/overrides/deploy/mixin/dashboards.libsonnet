@@ -5224,6 +5224,308 @@ local f = import 'lib/format.libsonnet';
           },
           "id": 9,
           "panels": [],
+          "title": "Models over the selected range",
+          "type": "row",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "One row per model over the dashboard's time range: requests and output tokens served, the error ratio (error, abort), TTFT/ITL/E2E p95, the fullest engine's KV cache and the preemptions. From the recorded " + f.duration($._config["intervals.rate"]) + " rates, so a range shorter than that reads as its last window.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "align": "auto",
+                "filterable": true,
+                "inspect": false,
+              },
+              "unit": "none",
+            },
+            "overrides": [
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "servers now",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "short",
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "requests",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "short",
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "output tokens",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "short",
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "error ratio",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "percentunit",
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "TTFT p95",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "s",
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "ITL p95",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "s",
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "E2E p95",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "s",
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "KV cache peak",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "percentunit",
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "preemptions",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "short",
+                  },
+                ],
+              },
+            ],
+          },
+          "gridPos": {
+            "h": 10,
+            "w": 24,
+            "x": 0,
+            "y": 10,
+          },
+          "options": {
+            "cellHeight": "sm",
+            "footer": {
+              "countRows": false,
+              "reducer": [],
+              "show": false,
+            },
+            "frameIndex": 0,
+            "showHeader": true,
+            "showTypeIcons": false,
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, model_name) (count by (job, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}))",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, model_name) (sum by (job, model_name) (avg_over_time(instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__range])) * $__range_s)",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "B",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, model_name) (sum by (job, model_name) (avg_over_time(instance:vllm_generation_tokens:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__range])) * $__range_s)",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "C",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, model_name) ((sum by (job, model_name) (avg_over_time(model:vllm_request_success:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", finished_reason=~\"abort|error\"}[$__range])))\n/\n(sum by (job, model_name) (avg_over_time(model:vllm_request_success:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}[$__range]))))",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "D",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, model_name) (histogram_quantile(0.95, sum by (le, job, model_name) (avg_over_time(model:vllm_time_to_first_token_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}[$__range]))))",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "E",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, model_name) (histogram_quantile(0.95, sum by (le, job, model_name) (avg_over_time(model:vllm_inter_token_latency_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}[$__range]))))",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "F",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, model_name) (histogram_quantile(0.95, sum by (le, job, model_name) (avg_over_time(model:vllm_e2e_request_latency_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}[$__range]))))",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "G",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, model_name) (max by (job, model_name) (max_over_time(engine:vllm_kv_cache_usage:ratio{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__range])))",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "H",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, model_name) (sum by (job, model_name) (avg_over_time(instance:vllm_num_preemptions:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__range])) * $__range_s)",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "I",
+            },
+          ],
+          "title": "Per-model summary",
+          "transformations": [
+            {
+              "id": "merge",
+              "options": {},
+            },
+            {
+              "id": "organize",
+              "options": {
+                "excludeByName": {
+                  "Time": true,
+                  "__name__": true,
+                },
+                "indexByName": {
+                  "Value #A": 2,
+                  "Value #B": 3,
+                  "Value #C": 4,
+                  "Value #D": 5,
+                  "Value #E": 6,
+                  "Value #F": 7,
+                  "Value #G": 8,
+                  "Value #H": 9,
+                  "Value #I": 10,
+                  "job": 0,
+                  "model_name": 1,
+                },
+                "renameByName": {
+                  "Value #A": "servers now",
+                  "Value #B": "requests",
+                  "Value #C": "output tokens",
+                  "Value #D": "error ratio",
+                  "Value #E": "TTFT p95",
+                  "Value #F": "ITL p95",
+                  "Value #G": "E2E p95",
+                  "Value #H": "KV cache peak",
+                  "Value #I": "preemptions",
+                },
+              },
+            },
+          ],
+          "transparent": false,
+          "type": "table",
+          "id": 10,
+        },
+        {
+          "collapsed": false,
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 20,
+          },
+          "id": 11,
+          "panels": [],
           "title": "Instances",
           "type": "row",
         },
@@ -5498,7 +5800,7 @@ local f = import 'lib/format.libsonnet';
             "h": 10,
             "w": 24,
             "x": 0,
-            "y": 10,
+            "y": 21,
           },
           "options": {
             "cellHeight": "sm",
@@ -5721,7 +6023,7 @@ local f = import 'lib/format.libsonnet';
           ],
           "transparent": false,
           "type": "table",
-          "id": 10,
+          "id": 12,
         },
         {
           "collapsed": false,
@@ -5729,9 +6031,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 20,
+            "y": 31,
           },
-          "id": 11,
+          "id": 13,
           "panels": [],
           "title": "Traffic",
           "type": "row",
@@ -5756,7 +6058,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 21,
+            "y": 32,
           },
           "options": {
             "legend": {
@@ -5788,7 +6090,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Request rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 12,
+          "id": 14,
         },
         {
           "datasource": {
@@ -5810,7 +6112,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 21,
+            "y": 32,
           },
           "options": {
             "legend": {
@@ -5851,7 +6153,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Token throughput",
           "transparent": false,
           "type": "timeseries",
-          "id": 13,
+          "id": 15,
         },
         {
           "datasource": {
@@ -5876,7 +6178,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 29,
+            "y": 40,
           },
           "options": {
             "legend": {
@@ -5908,7 +6210,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Finished requests by reason",
           "transparent": false,
           "type": "timeseries",
-          "id": 14,
+          "id": 16,
         },
         {
           "collapsed": false,
@@ -5916,9 +6218,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 37,
+            "y": 48,
           },
-          "id": 15,
+          "id": 17,
           "panels": [],
           "title": "Errors",
           "type": "row",
@@ -5943,7 +6245,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 38,
+            "y": 49,
           },
           "options": {
             "legend": {
@@ -5975,7 +6277,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Request error ratio",
           "transparent": false,
           "type": "timeseries",
-          "id": 16,
+          "id": 18,
         },
         {
           "datasource": {
@@ -5997,7 +6299,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 38,
+            "y": 49,
           },
           "options": {
             "legend": {
@@ -6029,7 +6331,7 @@ local f = import 'lib/format.libsonnet';
           "title": "HTTP 5xx ratio",
           "transparent": false,
           "type": "timeseries",
-          "id": 17,
+          "id": 19,
         },
         {
           "collapsed": false,
@@ -6037,9 +6339,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 46,
+            "y": 57,
           },
-          "id": 18,
+          "id": 20,
           "panels": [],
           "title": "Latency",
           "type": "row",
@@ -6079,7 +6381,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 0,
-            "y": 47,
+            "y": 58,
           },
           "options": {
             "legend": {
@@ -6129,7 +6431,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 19,
+          "id": 21,
         },
         {
           "datasource": {
@@ -6166,7 +6468,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 8,
-            "y": 47,
+            "y": 58,
           },
           "options": {
             "legend": {
@@ -6216,7 +6518,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 20,
+          "id": 22,
         },
         {
           "datasource": {
@@ -6253,7 +6555,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 47,
+            "y": 58,
           },
           "options": {
             "legend": {
@@ -6303,7 +6605,7 @@ local f = import 'lib/format.libsonnet';
           "title": "E2E latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 21,
+          "id": 23,
         },
         {
           "datasource": {
@@ -6340,7 +6642,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 24,
             "x": 0,
-            "y": 55,
+            "y": 66,
           },
           "options": {
             "legend": {
@@ -6372,7 +6674,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT p99 by instance",
           "transparent": false,
           "type": "timeseries",
-          "id": 22,
+          "id": 24,
         },
         {
           "collapsed": false,
@@ -6380,9 +6682,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 63,
+            "y": 74,
           },
-          "id": 23,
+          "id": 25,
           "panels": [],
           "title": "Saturation",
           "type": "row",
@@ -6407,7 +6709,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 0,
-            "y": 64,
+            "y": 75,
           },
           "options": {
             "legend": {
@@ -6448,7 +6750,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Running and waiting requests",
           "transparent": false,
           "type": "timeseries",
-          "id": 24,
+          "id": 26,
         },
         {
           "datasource": {
@@ -6471,7 +6773,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 8,
-            "y": 64,
+            "y": 75,
           },
           "options": {
             "legend": {
@@ -6503,7 +6805,7 @@ local f = import 'lib/format.libsonnet';
           "title": "KV-cache usage",
           "transparent": false,
           "type": "timeseries",
-          "id": 25,
+          "id": 27,
         },
         {
           "datasource": {
@@ -6525,7 +6827,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 64,
+            "y": 75,
           },
           "options": {
             "legend": {
@@ -6557,7 +6859,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Preemptions",
           "transparent": false,
           "type": "timeseries",
-          "id": 26,
+          "id": 28,
         },
         {
           "collapsed": false,
@@ -6565,9 +6867,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 72,
+            "y": 83,
           },
-          "id": 27,
+          "id": 29,
           "panels": [],
           "title": "API server",
           "type": "row",
@@ -6592,7 +6894,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 6,
             "x": 0,
-            "y": 73,
+            "y": 84,
           },
           "options": {
             "legend": {
@@ -6624,7 +6926,7 @@ local f = import 'lib/format.libsonnet';
           "title": "HTTP requests by status",
           "transparent": false,
           "type": "timeseries",
-          "id": 28,
+          "id": 30,
         },
         {
           "datasource": {
@@ -6646,7 +6948,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 6,
             "x": 6,
-            "y": 73,
+            "y": 84,
           },
           "options": {
             "legend": {
@@ -6678,7 +6980,7 @@ local f = import 'lib/format.libsonnet';
           "title": "API server CPU",
           "transparent": false,
           "type": "timeseries",
-          "id": 29,
+          "id": 31,
         },
         {
           "datasource": {
@@ -6700,7 +7002,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 6,
             "x": 12,
-            "y": 73,
+            "y": 84,
           },
           "options": {
             "legend": {
@@ -6732,7 +7034,7 @@ local f = import 'lib/format.libsonnet';
           "title": "API server memory",
           "transparent": false,
           "type": "timeseries",
-          "id": 30,
+          "id": 32,
         },
         {
           "datasource": {
@@ -6755,7 +7057,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 6,
             "x": 18,
-            "y": 73,
+            "y": 84,
           },
           "options": {
             "legend": {
@@ -6787,7 +7089,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Open file descriptors",
           "transparent": false,
           "type": "timeseries",
-          "id": 31,
+          "id": 33,
         },
         {
           "collapsed": false,
@@ -6795,9 +7097,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 81,
+            "y": 92,
           },
-          "id": 32,
+          "id": 34,
           "panels": [],
           "title": "LoRA adapters",
           "type": "row",
@@ -6823,7 +7125,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 82,
+            "y": 93,
           },
           "options": {
             "legend": {
@@ -6855,7 +7157,7 @@ local f = import 'lib/format.libsonnet';
           "title": "LoRA adapters per server",
           "transparent": false,
           "type": "timeseries",
-          "id": 33,
+          "id": 35,
         },
         {
           "datasource": {
@@ -6892,7 +7194,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 82,
+            "y": 93,
           },
           "options": {
             "cellHeight": "sm",
@@ -6948,7 +7250,7 @@ local f = import 'lib/format.libsonnet';
           ],
           "transparent": false,
           "type": "table",
-          "id": 34,
+          "id": 36,
         },
         {
           "collapsed": false,
@@ -6956,9 +7258,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 90,
+            "y": 101,
           },
-          "id": 35,
+          "id": 37,
           "panels": [],
           "title": "Compute estimates (MFU)",
           "type": "row",
@@ -6984,7 +7286,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 91,
+            "y": 102,
           },
           "options": {
             "legend": {
@@ -7016,7 +7318,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Model FLOP/s per GPU",
           "transparent": false,
           "type": "timeseries",
-          "id": 36,
+          "id": 38,
         },
         {
           "datasource": {
@@ -7039,7 +7341,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 91,
+            "y": 102,
           },
           "options": {
             "legend": {
@@ -7080,7 +7382,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Memory traffic per GPU",
           "transparent": false,
           "type": "timeseries",
-          "id": 37,
+          "id": 39,
         },
         {
           "collapsed": false,
@@ -7088,9 +7390,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 99,
+            "y": 110,
           },
-          "id": 38,
+          "id": 40,
           "panels": [],
           "title": "SLO: Availability",
           "type": "row",
@@ -7121,7 +7423,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 0,
-            "y": 100,
+            "y": 111,
           },
           "options": {
             "colorMode": "value",
@@ -7154,7 +7456,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 39,
+          "id": 41,
         },
         {
           "datasource": {
@@ -7189,7 +7491,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 6,
-            "y": 100,
+            "y": 111,
           },
           "options": {
             "colorMode": "value",
@@ -7222,7 +7524,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 40,
+          "id": 42,
         },
         {
           "datasource": {
@@ -7244,7 +7546,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 100,
+            "y": 111,
           },
           "options": {
             "legend": {
@@ -7330,7 +7632,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 41,
+          "id": 43,
         },
         {
           "collapsed": false,
@@ -7338,9 +7640,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 108,
+            "y": 119,
           },
-          "id": 42,
+          "id": 44,
           "panels": [],
           "title": "SLO: TTFT",
           "type": "row",
@@ -7371,7 +7673,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 0,
-            "y": 109,
+            "y": 120,
           },
           "options": {
             "colorMode": "value",
@@ -7404,7 +7706,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 43,
+          "id": 45,
         },
         {
           "datasource": {
@@ -7439,7 +7741,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 6,
-            "y": 109,
+            "y": 120,
           },
           "options": {
             "colorMode": "value",
@@ -7472,7 +7774,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 44,
+          "id": 46,
         },
         {
           "datasource": {
@@ -7494,7 +7796,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 109,
+            "y": 120,
           },
           "options": {
             "legend": {
@@ -7580,7 +7882,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 45,
+          "id": 47,
         },
         {
           "collapsed": false,
@@ -7588,9 +7890,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 117,
+            "y": 128,
           },
-          "id": 46,
+          "id": 48,
           "panels": [],
           "title": "SLO: ITL",
           "type": "row",
@@ -7621,7 +7923,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 0,
-            "y": 118,
+            "y": 129,
           },
           "options": {
             "colorMode": "value",
@@ -7654,7 +7956,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 47,
+          "id": 49,
         },
         {
           "datasource": {
@@ -7689,7 +7991,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 6,
-            "y": 118,
+            "y": 129,
           },
           "options": {
             "colorMode": "value",
@@ -7722,7 +8024,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 48,
+          "id": 50,
         },
         {
           "datasource": {
@@ -7744,7 +8046,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 118,
+            "y": 129,
           },
           "options": {
             "legend": {
@@ -7830,7 +8132,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 49,
+          "id": 51,
         },
       ],
       "refresh": "30s",
