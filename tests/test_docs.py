@@ -158,3 +158,27 @@ def test_validate_doc_describes_the_stall_probe_as_the_thread_it_is() -> None:
     assert isinstance(StallWatch()._thread, threading.Thread)
     stalls = section(DOCS["docs/validate.md"], "When the machine stalls")
     assert "thread" in stalls and "separate process" not in stalls
+
+
+def test_dashboard_comparison_counts_match_its_rows_and_name_built_panels() -> None:
+    """Each section's "(N panels: a match, b partial, c none)" and the totals agree with its table,
+    and every infersight panel a row names in italics is a panel of the default build."""
+    text = DOCS["docs/dashboard-comparison.md"]
+    built = {p.get("title") for board in bundle.build(Config()).dashboards for p in board.model.get("panels", [])}
+    sums = [0, 0, 0, 0]
+    for m in re.finditer(r"^## (vLLM / .+) \((\d+) panels: (\d+) match, (\d+) partial, (\d+) none\)$", text, re.M):
+        lines = section(text, m.group(0).removeprefix("## ")).splitlines()
+        rows = [r for r in lines if r.startswith("| ") and not r.startswith(("| vLLM panel", "| ---"))]
+        cells = [r.split(" | ") for r in rows]
+        none = sum(1 for c in cells if c[1].strip() == "—")
+        partial = sum(1 for c in cells if c[2].startswith("**Partial**"))
+        counts = (len(rows), len(rows) - none - partial, partial, none)
+        assert counts == tuple(int(g) for g in m.groups()[1:]), f"{m.group(1)}: the table has {counts}"
+        sums = [a + b for a, b in zip(sums, counts, strict=True)]
+        for cell in (c[1] for c in cells):
+            for title in re.findall(r"\*([^*]+)\*", cell):
+                assert title in built, f"{m.group(1)}: {title!r} is no panel of the default build"
+    totals = re.search(
+        r"Totals: (\d+) upstream panels\. (\d+) have an equivalent, (\d+) are partly covered and (\d+)", text
+    )
+    assert totals and [int(g) for g in totals.groups()] == sums, f"the sections add up to {sums}"
