@@ -241,31 +241,40 @@ def ecc_rate(cfg: Config, matchers: Sequence[str] = (), window: str = "", raw: b
 # --- rules ------------------------------------------------------------------------------------
 
 
-def _node_rules(cfg: Config) -> list[RecordingRule]:
+def _by_node(cfg: Config, op: str, raw_expr: str, extra: Sequence[str] = ()) -> str:
+    """Aggregate the raw series by every host label, then set Hostname on the node's one series
+    (not on each GPU's) and drop the other host labels."""
     hosts = cfg.gpu.join.gpu_host_labels
+    out = with_host(cfg, promql.agg(op, ("job", *hosts, *extra), raw_expr))
+    for label in hosts:
+        if label != HOST_LABEL:
+            out = _drop(out, label)
+    return out
 
-    def by_node(op: str, raw_expr: str, extra: Sequence[str] = ()) -> str:
-        """Aggregate the raw series by every host label, then set Hostname on the node's one
-        series (not on each GPU's) and drop the other host labels."""
-        out = with_host(cfg, promql.agg(op, ("job", *hosts, *extra), raw_expr))
-        for label in hosts:
-            if label != HOST_LABEL:
-                out = _drop(out, label)
-        return out
 
+def _node_rules(cfg: Config) -> list[RecordingRule]:
+    """What the GPU dashboard's fleet rows draw as it moves: every evaluation."""
     return [
-        RecordingRule(NODE_GPUS, by_node("count", per_gpu(cfg, FB_USED, raw=True))),
-        RecordingRule(NODE_UTIL, by_node("avg", per_gpu(cfg, UTIL, raw=True))),
-        RecordingRule(NODE_MEM_COPY, by_node("max", per_gpu(cfg, MEM_COPY, raw=True))),
-        RecordingRule(NODE_FB_USED, by_node("sum", per_gpu(cfg, FB_USED, raw=True))),
-        RecordingRule(NODE_FB_TOTAL, by_node("sum", fb_total(cfg, raw=True))),
-        RecordingRule(NODE_POWER, by_node("sum", per_gpu(cfg, POWER, raw=True))),
-        RecordingRule(NODE_TEMP, by_node("max", per_gpu(cfg, TEMP, raw=True))),
-        RecordingRule(node_leak_trend(cfg), by_node("max", fb_used_trend(cfg, raw=True))),
-        RecordingRule(node_time_to_oom(cfg), by_node("min", time_to_oom(cfg, raw=True))),
-        RecordingRule(NODE_THROTTLED, by_node("count", f"{throttle(cfg, raw=True)} == 1", ("reason",))),
-        RecordingRule(NODE_XID, by_node("count", f"{per_gpu(cfg, XID, raw=True)} > 0")),
-        RecordingRule(node_ecc(cfg), by_node("sum", ecc_rate(cfg, raw=True), ("kind",))),
+        RecordingRule(NODE_GPUS, _by_node(cfg, "count", per_gpu(cfg, FB_USED, raw=True))),
+        RecordingRule(NODE_UTIL, _by_node(cfg, "avg", per_gpu(cfg, UTIL, raw=True))),
+        RecordingRule(NODE_MEM_COPY, _by_node(cfg, "max", per_gpu(cfg, MEM_COPY, raw=True))),
+        RecordingRule(NODE_FB_USED, _by_node(cfg, "sum", per_gpu(cfg, FB_USED, raw=True))),
+        RecordingRule(NODE_FB_TOTAL, _by_node(cfg, "sum", fb_total(cfg, raw=True))),
+        RecordingRule(NODE_POWER, _by_node(cfg, "sum", per_gpu(cfg, POWER, raw=True))),
+        RecordingRule(NODE_TEMP, _by_node(cfg, "max", per_gpu(cfg, TEMP, raw=True))),
+    ]
+
+
+def _slow_node_rules(cfg: Config) -> list[RecordingRule]:
+    """Trends over 10 m or more and rare events (throttling, XIDs, ECC), drawn only by the GPU
+    dashboard (the alerts read the raw series): at fleet size these cost the most of the GPU
+    rules (docs/scale.md), and a 2 m step changes nothing they show."""
+    return [
+        RecordingRule(node_leak_trend(cfg), _by_node(cfg, "max", fb_used_trend(cfg, raw=True))),
+        RecordingRule(node_time_to_oom(cfg), _by_node(cfg, "min", time_to_oom(cfg, raw=True))),
+        RecordingRule(NODE_THROTTLED, _by_node(cfg, "count", f"{throttle(cfg, raw=True)} == 1", ("reason",))),
+        RecordingRule(NODE_XID, _by_node(cfg, "count", f"{per_gpu(cfg, XID, raw=True)} > 0")),
+        RecordingRule(node_ecc(cfg), _by_node(cfg, "sum", ecc_rate(cfg, raw=True), ("kind",))),
     ]
 
 
@@ -295,5 +304,6 @@ def groups(cfg: Config) -> list[RuleGroup]:
     interval = cfg.scaled(cfg.intervals.evaluation)
     return [
         RuleGroup("infersight-gpu.rules", interval, tuple(_node_rules(cfg))),
+        RuleGroup("infersight-gpu-slow.rules", cfg.scaled(cfg.intervals.slow_evaluation), tuple(_slow_node_rules(cfg))),
         RuleGroup("infersight-gpu-workload.rules", interval, tuple(_workload_rules(cfg))),
     ]

@@ -36,6 +36,12 @@ local f = import 'lib/format.libsonnet';
             "record": "node:dcgm_gpu_temp:max_celsius",
             "expr": "label_replace(label_replace(label_replace(label_replace(label_replace(max by (job, Hostname, hostname) ((DCGM_FI_DEV_GPU_TEMP{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_GPU_TEMP_CELSIUS{" + f.matchers($._config["selectors.dcgm"]) + "})), \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"hostname\", \"\", \"hostname\", \".*\")",
           },
+        ],
+      },
+      {
+        "name": "infersight-gpu-slow.rules",
+        "interval": "2s",
+        "rules": [
           {
             "record": "node:dcgm_fb_used_bytes:max_deriv30m",
             "expr": "label_replace(label_replace(label_replace(label_replace(label_replace(max by (job, Hostname, hostname) (deriv(DCGM_FI_DEV_FB_USED{" + f.matchers($._config["selectors.dcgm"]) + "}[30s]) * 1048576), \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"hostname\", \"\", \"hostname\", \".*\")",
