@@ -50,6 +50,13 @@ def engine_core_pids(session: int, proc: Path = Path("/proc")) -> list[int]:
     return [p.pid for p in session_processes(session, proc) if p.comm.startswith(ENGINE_PREFIX)]
 
 
+def engine_side_pids(session: int, proc: Path = Path("/proc")) -> list[int]:
+    """The engine core and its model workers: everything of the session that computes tokens, not
+    the API server that answers /metrics."""
+    prefixes = (ENGINE_PREFIX, WORKER_PREFIX)
+    return [p.pid for p in session_processes(session, proc) if p.comm.startswith(prefixes)]
+
+
 def signal_engine_core(session: int, sig: signal.Signals, proc: Path = Path("/proc")) -> list[int]:
     """Send ``sig`` to the session's engine-core processes (SIGSTOP: the engine hangs while the
     API server, another process, keeps answering /metrics and /health). The pids it reached."""
