@@ -12,6 +12,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 
+from infersight.traces.attributes import STAGES, stage_histogram
+
 
 class MetricType(StrEnum):
     COUNTER = "counter"
@@ -28,6 +30,7 @@ class Source(StrEnum):
     INFERSIGHT_EXPORTER = "infersight-exporter-health"
     KUBE_STATE_METRICS = "kube-state-metrics"
     PROMETHEUS = "prometheus"
+    OTELCOL_SPANS = "otelcol-span-metrics"  # from vLLM's request spans, by infersight's collector config
 
 
 class UnknownMetricError(KeyError):
@@ -499,6 +502,20 @@ _METRICS: tuple[Metric, ...] = (
         ">=0.4",
         "s",
         buckets=(0.1, 0.5, 1.0),
+    ),
+    # --- infersight's otelcol config: per-stage histograms from vLLM's llm_request spans ---------
+    *(
+        Metric(
+            stage_histogram(stage),
+            HISTOGRAM,
+            Source.OTELCOL_SPANS,
+            ("job", "instance"),
+            f"Request {stage.replace('_', ' ')} time from vLLM's span; job is the served model name.",
+            ">=0.6",
+            "s",
+            buckets=TTFT_BUCKETS,
+        )
+        for stage, _ in STAGES
     ),
     # --- dcgm-exporter default fields (also served by `infersight exporter gpu`) ---------------
     _dcgm("DCGM_FI_DEV_FB_USED", GAUGE, "Framebuffer memory used, MiB.", "decmbytes"),

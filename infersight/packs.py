@@ -37,6 +37,7 @@ from infersight.recording_rules import moe as moe_rules
 from infersight.recording_rules import serving as serving_rules
 from infersight.recording_rules import spec_decode as spec_decode_rules
 from infersight.rules import RuleGroup
+from infersight.traces.attributes import STAGES, stage_histogram
 
 GroupsBuilder = Callable[[Config], list[RuleGroup]]
 DashboardsBuilder = Callable[[Config], dict[str, dict[str, Any]]]
@@ -98,6 +99,7 @@ _VLLM_SERVING = frozenset(
         "process_resident_memory_bytes",
         "process_start_time_seconds",
         "up",
+        *(stage_histogram(stage) for stage, _ in STAGES),
     }
 )
 

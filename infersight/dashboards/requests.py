@@ -1,6 +1,7 @@
 """What the requests look like: the latency distributions as heatmaps, the prompt and output
 lengths, the time per output token, the end-to-end latency per server and the API server's
-requests and durations per endpoint.
+requests and durations per endpoint, and (with infersight's collector) the time of each stage
+from vLLM's spans.
 
 The heatmaps read the per-model bucket rates the serving pack records anyway. The other panels
 read vLLM's raw histograms on purpose: they are opened to investigate, not watched all day, and
@@ -17,6 +18,7 @@ from infersight import conventions, promql
 from infersight.config import Config
 from infersight.dashboards.common import Query, Section, filters, heatmap, render, timeseries
 from infersight.recording_rules import serving as serving_rules
+from infersight.traces.attributes import STAGES, stage_histogram
 
 FILE = "vllm-requests.json"
 VARIABLES = ("job", "model_name", "instance")
@@ -29,6 +31,10 @@ TPOT = "vllm:request_time_per_output_token_seconds"
 E2E = "vllm:e2e_request_latency_seconds"
 HTTP_DURATION = "http_request_duration_seconds"
 RAW_HISTOGRAMS = (PROMPT_TOKENS, OUTPUT_TOKENS, TPOT, E2E)
+STAGES_OFF = (
+    "No span metrics here: they come from infersight's collector config (deploy/otelcol/config.yaml) "
+    "receiving the spans of a vLLM started with --otlp-traces-endpoint"
+)
 _RAW = "Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate)."
 
 
@@ -142,6 +148,34 @@ def _endpoints(cfg: Config) -> Section:
     )
 
 
+def _stages(cfg: Config) -> Section:
+    """The collector's per-stage histograms from vLLM's spans. Their job label is the span's
+    service.name, which infersight has vLLM set to the served model name (docs/traces.md)."""
+    models = ['job=~"$model_name"', 'instance=~"$instance"']
+    queries = []
+    for stage, _ in STAGES:
+        rates = promql.rate(stage_histogram(stage), "$__rate_interval", models, "_bucket")
+        queries.append(
+            Query(promql.quantile_from_buckets(0.95, ("job",), rates), f"{{{{job}}}} {stage.replace('_', ' ')}")
+        )
+    return Section(
+        "Request stages (from vLLM's spans)",
+        [
+            timeseries(
+                "Stage time p95 per model",
+                "Where a request's time goes, p95 per model: queue, prefill, decode and the first token, "
+                "from vLLM's own request span, turned into histograms by infersight's OpenTelemetry "
+                "Collector config (signaltometrics). Which requests were slow, and in which stage, is in "
+                "the trace search the latency panels link to.",
+                "s",
+                queries,
+                width=24,
+                no_value=STAGES_OFF,
+            )
+        ],
+    )
+
+
 def dashboards(cfg: Config) -> dict[str, dict[str, Any]]:
     board = render(
         cfg,
@@ -151,6 +185,6 @@ def dashboards(cfg: Config) -> dict[str, dict[str, Any]]:
         "server (infersight).",
         variables_from=serving_rules.requests(cfg),
         variable_labels=VARIABLES,
-        sections=[_distributions(cfg), _shape(cfg), _endpoints(cfg)],
+        sections=[_distributions(cfg), _shape(cfg), _endpoints(cfg), _stages(cfg)],
     )
     return {FILE: board}

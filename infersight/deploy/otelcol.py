@@ -20,7 +20,7 @@ from typing import Any
 
 from infersight.config import Config
 from infersight.deploy import targets
-from infersight.traces.attributes import REQUEST_SPAN, STAGES, TTFT
+from infersight.traces.attributes import REQUEST_SPAN, STAGES, TTFT, stage_metric
 
 PATH = "deploy/otelcol/config.yaml"
 
@@ -33,7 +33,6 @@ PROCESSORS = ["memory_limiter", "k8sattributes", "resourcedetection", "batch"]
 # Span-derived metrics keep only who sent the span: never a span attribute (a request ID would
 # make a series per request).
 SPAN_METRIC_RESOURCE_ATTRIBUTES = ["service.name", "service.instance.id", "k8s.namespace.name"]
-STAGE_METRIC_PREFIX = "vllm.request.stage."
 
 
 def _map_strings(data: Any, fn: Callable[[str], str]) -> Any:
@@ -71,7 +70,7 @@ def _connectors(cfg: Config) -> dict[str, Any]:
     buckets = list(cfg.buckets.ttft)
     stages = [
         {
-            "name": f"{STAGE_METRIC_PREFIX}{stage}",
+            "name": stage_metric(stage),
             "description": f"vLLM request {stage.replace('_', ' ')} time, from its llm_request span ({attr})",
             "unit": "s",
             "include_resource_attributes": [{"key": k} for k in SPAN_METRIC_RESOURCE_ATTRIBUTES],

@@ -16,3 +16,17 @@ COMPLETION_TOKENS = "gen_ai.usage.completion_tokens"
 
 # The stages of a request, as the report and the collector's stage histograms name them.
 STAGES = (("queue", QUEUE), ("prefill", PREFILL), ("decode", DECODE), ("first_token", TTFT))
+
+# The collector's stage histograms (deploy/otelcol, signaltometrics): their OpenTelemetry names, and
+# the names Prometheus stores them under after remote write, by OpenTelemetry's Prometheus naming
+# ('.' becomes '_', unit "s" the suffix "_seconds"). job is the span's service.name (vLLM's served
+# model name, as infersight starts it) and instance its service.instance.id.
+STAGE_METRIC_PREFIX = "vllm.request.stage."
+
+
+def stage_metric(stage: str) -> str:
+    return f"{STAGE_METRIC_PREFIX}{stage}"
+
+
+def stage_histogram(stage: str) -> str:
+    return stage_metric(stage).replace(".", "_") + "_seconds"

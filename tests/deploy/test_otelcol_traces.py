@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 
+from infersight import bundle, catalog
 from infersight.config import Config, ConfigError, parse_config
 from infersight.deploy import otelcol
+from infersight.lint import dashboard_queries
 from infersight.traces.attributes import STAGES, TTFT
 
 
@@ -73,3 +75,20 @@ def test_tail_sampling_keeps_errors_requests_slow_for_the_strictest_slo_and_a_sh
 def test_bad_sampling_settings_are_named(field: str, value: float) -> None:
     with pytest.raises(ConfigError, match=rf"deploy\.otelcol\.{field}"):
         parse_config({"deploy": {"otelcol": {field: value}}})
+
+
+def test_the_requests_dashboard_reads_every_stage_histogram_by_its_prometheus_name() -> None:
+    """Each signaltometrics histogram, renamed as OpenTelemetry's Prometheus naming does ('.' to '_',
+    unit s to the suffix _seconds), is a catalogued histogram with the collector's boundaries, and
+    the requests dashboard reads its buckets (checked as PromQL only: no collector runs here)."""
+    stages = otelcol.config(Config())["connectors"]["signaltometrics"]["spans"]
+    board = bundle.build(Config()).dashboard("vllm-requests.json")
+    exprs = "\n".join(expr for _, expr in dashboard_queries(board))
+    assert len(stages) == len(STAGES)
+    for stage in stages:
+        assert stage["unit"] == "s"
+        name = stage["name"].replace(".", "_") + "_seconds"
+        entry = catalog.get(name)
+        assert (entry.type, entry.source) == (catalog.MetricType.HISTOGRAM, catalog.Source.OTELCOL_SPANS)
+        assert list(entry.buckets) == stage["histogram"]["buckets"]
+        assert f"{name}_bucket{{" in exprs, f"no panel reads {name}"

@@ -9078,6 +9078,101 @@ local f = import 'lib/format.libsonnet';
           "type": "timeseries",
           "id": 14,
         },
+        {
+          "collapsed": false,
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 47,
+          },
+          "id": 15,
+          "panels": [],
+          "title": "Request stages (from vLLM's spans)",
+          "type": "row",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Where a request's time goes, p95 per model: queue, prefill, decode and the first token, from vLLM's own request span, turned into histograms by infersight's OpenTelemetry Collector config (signaltometrics). Which requests were slow, and in which stage, is in the trace search the latency panels link to.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No span metrics here: they come from infersight's collector config (deploy/otelcol/config.yaml) receiving the spans of a vLLM started with --otlp-traces-endpoint",
+              "unit": "s",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 24,
+            "x": 0,
+            "y": 48,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "histogram_quantile(0.95, sum by (le, job) (rate(vllm_request_stage_queue_seconds_bucket{job=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval])))",
+              "legendFormat": "{{job}} queue",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "histogram_quantile(0.95, sum by (le, job) (rate(vllm_request_stage_prefill_seconds_bucket{job=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval])))",
+              "legendFormat": "{{job}} prefill",
+              "refId": "B",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "histogram_quantile(0.95, sum by (le, job) (rate(vllm_request_stage_decode_seconds_bucket{job=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval])))",
+              "legendFormat": "{{job}} decode",
+              "refId": "C",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "histogram_quantile(0.95, sum by (le, job) (rate(vllm_request_stage_first_token_seconds_bucket{job=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval])))",
+              "legendFormat": "{{job}} first token",
+              "refId": "D",
+            },
+          ],
+          "title": "Stage time p95 per model",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 16,
+        },
       ],
       "refresh": "30s",
       "schemaVersion": 42,
