@@ -30,7 +30,6 @@ OUTPUT_TOKENS = "vllm:request_generation_tokens"
 TPOT = "vllm:request_time_per_output_token_seconds"
 E2E = "vllm:e2e_request_latency_seconds"
 HTTP_DURATION = "http_request_duration_seconds"
-RAW_HISTOGRAMS = (PROMPT_TOKENS, OUTPUT_TOKENS, TPOT, E2E)
 STAGES_OFF = (
     "No span metrics here: they come from infersight's collector config (deploy/otelcol/config.yaml) "
     "receiving the spans of a vLLM started with --otlp-traces-endpoint"
@@ -38,9 +37,13 @@ STAGES_OFF = (
 _RAW = "Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate)."
 
 
+def _raw_bucket_rates(cfg: Config, metric: str) -> str:
+    """A raw vLLM histogram's bucket rates over the selected servers, as Grafana asks for them."""
+    return promql.rate(metric, "$__rate_interval", [*cfg.selectors.vllm, *INSTANCE_FILTERS], "_bucket")
+
+
 def _raw_quantiles(cfg: Config, metric: str, by: tuple[str, ...], quantiles: tuple[float, ...]) -> list[Query]:
-    sel = [*cfg.selectors.vllm, *INSTANCE_FILTERS]
-    rates = promql.rate(metric, "$__rate_interval", sel, "_bucket")
+    rates = _raw_bucket_rates(cfg, metric)
     who = " @ ".join("{{" + label + "}}" for label in by if label != "job")
     return [Query(promql.quantile_from_buckets(qv, by, rates), f"p{round(qv * 100)} {who}") for qv in quantiles]
 
@@ -64,8 +67,7 @@ def _distributions(cfg: Config) -> Section:
 
 
 def _length_distribution(cfg: Config, metric: str, what: str) -> HeatmapPanel:
-    sel = [*cfg.selectors.vllm, *INSTANCE_FILTERS]
-    buckets = promql.sum_by(("le",), promql.rate(metric, "$__rate_interval", sel, "_bucket"))
+    buckets = promql.sum_by(("le",), _raw_bucket_rates(cfg, metric))
     return heatmap(
         f"{what} length distribution",
         f"Requests per second in each {what.lower()}-length bucket (tokens, upper bound on the y axis), summed "

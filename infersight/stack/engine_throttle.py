@@ -13,13 +13,12 @@ would be a hung engine."""
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import threading
 from pathlib import Path
 from types import TracebackType
 
-from infersight.stack.vllm_processes import engine_side_pids
+from infersight.stack.vllm_processes import engine_side_pids, signal_pids
 
 log = logging.getLogger(__name__)
 
@@ -46,11 +45,7 @@ class EngineThrottle:
         self.cycles = 0  # for the caller's log: how many stop/continue periods ran
 
     def _signal(self, sig: signal.Signals) -> None:
-        for pid in self._pids:
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:  # the engine ended: nothing left to slow or to continue
-                continue
+        signal_pids(self._pids, sig)  # an engine that ended has nothing left to slow or to continue
 
     def _run(self) -> None:
         try:

@@ -57,14 +57,19 @@ def engine_side_pids(session: int, proc: Path = Path("/proc")) -> list[int]:
     return [p.pid for p in session_processes(session, proc) if p.comm.startswith(prefixes)]
 
 
-def signal_engine_core(session: int, sig: signal.Signals, proc: Path = Path("/proc")) -> list[int]:
-    """Send ``sig`` to the session's engine-core processes (SIGSTOP: the engine hangs while the
-    API server, another process, keeps answering /metrics and /health). The pids it reached."""
+def signal_pids(pids: list[int], sig: signal.Signals) -> list[int]:
+    """Send ``sig`` to each process; the pids it reached (one may end after it was listed)."""
     reached = []
-    for pid in engine_core_pids(session, proc):
+    for pid in pids:
         try:
             os.kill(pid, sig)
         except ProcessLookupError:  # ended between the listing and the signal
             continue
         reached.append(pid)
     return reached
+
+
+def signal_engine_core(session: int, sig: signal.Signals, proc: Path = Path("/proc")) -> list[int]:
+    """Send ``sig`` to the session's engine-core processes (SIGSTOP: the engine hangs while the
+    API server, another process, keeps answering /metrics and /health). The pids it reached."""
+    return signal_pids(engine_core_pids(session, proc), sig)
