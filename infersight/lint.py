@@ -97,6 +97,23 @@ def _counters_outside_range_fns(expr: str) -> set[str]:
     return bare
 
 
+def names_read_over_a_range(expr: str) -> set[str | None]:
+    """Metric names whose samples are read over a window: in a range selector or under a subquery.
+    On a dashboard over raw per-engine series these cost every sample of the window at every step;
+    an instant selector costs one sample per series and step, the same as a recording of it."""
+    found: set[str | None] = set()
+
+    def walk(node: Any, ranged: bool) -> None:
+        ranged = ranged or isinstance(node, promql_parser.MatrixSelector | promql_parser.SubqueryExpr)
+        if isinstance(node, promql_parser.VectorSelector) and ranged:
+            found.add(node.name)
+        for child in _children(node):
+            walk(child, ranged)
+
+    walk(promql_parser.parse(expr), False)
+    return found
+
+
 def _children(node: Any) -> Iterator[Any]:
     for attr in ("expr", "lhs", "rhs", "param", "vector_selector"):
         child = getattr(node, attr, None)

@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from infersight import bundle, bundle_files, catalog
 from infersight.config import Config
-from infersight.lint import lint_dashboard, lint_rules, metric_names, substitute
+from infersight.lint import dashboard_queries, lint_dashboard, lint_rules, metric_names, substitute
 from infersight.rules import COMPONENTS
 from tests.grafana_schema import REFERENCE_DIR, schema_problems
 
@@ -226,3 +226,12 @@ def test_substitute_the_range_and_its_seconds_apart() -> None:
 def test_substitute_leaves_label_replace_capture_groups_alone() -> None:
     expr = 'label_replace(x{h=~"$Hostname"}, "host", "host/$1", "h", "(.+)")'
     assert substitute(expr, {"Hostname": "node-1"}) == 'label_replace(x{h=~"node-1"}, "host", "host/$1", "h", "(.+)")'
+
+
+def test_every_recording_is_read_by_a_dashboard_or_a_rule() -> None:
+    # A recording nobody reads costs a series per entity at fleet size and buys nothing (issue 12).
+    recorded = bundle.build(Config()).recorded_names()
+    exprs = [r["expr"] for text in RULE_FILES.values() for g in yaml.safe_load(text)["groups"] for r in g["rules"]]
+    exprs += [expr for board in DASHBOARDS.values() for _, expr in dashboard_queries(board)]
+    read = {n for expr in exprs for n in metric_names(substitute(expr))}
+    assert sorted(recorded - read) == []

@@ -21,6 +21,11 @@ _WHO = "{{model_name}} @ {{instance}}"
 _WHO_ENGINE = _WHO + " e{{engine}}"
 
 
+def _raw(cfg: Config, metric: str, matchers: Sequence[str] = INSTANCE_FILTERS) -> str:
+    """A raw vLLM series on this dashboard, for what a recording would not make cheaper."""
+    return promql.series(metric, [*cfg.selectors.vllm, *matchers])
+
+
 def _model_quantiles(cfg: Config, metric: str, quantiles: Sequence[float]) -> list[Query]:
     """One line per recorded per-model quantile of a histogram, e.g. "p95 tiny-moe"."""
     return [
@@ -79,13 +84,17 @@ def _prefix(cfg: Config) -> Section:
         [
             timeseries(
                 "Prefix-cache hit ratio",
-                f"Hit tokens over queried tokens, from rates over {cfg.intervals.rate}, against the baseline "
-                f"the collapse alert compares with: the ratio over {a.baseline_window} ending {a.baseline_offset} "
-                "ago.",
+                f"Hit tokens over queried tokens, from rates over {cfg.intervals.rate}, per server and per "
+                "model, against the baseline the collapse alert compares with: the server's ratio over "
+                f"{a.baseline_window} ending {a.baseline_offset} ago.",
                 "percentunit",
                 [
                     Query(promql.recorded(kv_cache_rules.prefix_hit_ratio(cfg.intervals.rate), INSTANCE_FILTERS), _WHO),
                     Query(f"{baseline} offset {cfg.scaled(a.baseline_offset)}", "baseline " + _WHO),
+                    Query(
+                        promql.recorded(kv_cache_rules.prefix_hit_ratio(cfg.intervals.rate, "model"), MODEL_FILTERS),
+                        "model {{model_name}}",
+                    ),
                 ],
                 max_val=1,
             ),
@@ -110,7 +119,7 @@ def _prefix(cfg: Config) -> Section:
                 "percentunit",
                 [
                     Query(
-                        promql.recorded(kv_cache_rules.cached_prompt_ratio(cfg, "model"), MODEL_FILTERS),
+                        promql.recorded(kv_cache_rules.cached_prompt_ratio(cfg), MODEL_FILTERS),
                         "{{model_name}}",
                     )
                 ],
@@ -205,7 +214,12 @@ def _transfer(cfg: Config) -> Section:
                 "CPU offload cache usage",
                 "Fullest engine of each server: a full offload cache turns stores into allocation failures.",
                 "percentunit",
-                [Query(promql.recorded(kv_cache_rules.OFFLOAD_CPU_USAGE, INSTANCE_FILTERS), _WHO)],
+                # Raw: a gauge per engine costs the same read as a per-server recording would.
+                [
+                    Query(
+                        promql.agg("max", conventions.INSTANCE, _raw(cfg, "vllm:kv_offload_cpu_cache_usage_perc")), _WHO
+                    )
+                ],
                 width=8,
                 max_val=1,
                 no_value=off,
@@ -246,8 +260,13 @@ def _configuration(cfg: Config) -> Section:
                 "in tokens; prefix caching caches full blocks only.",
                 ("job", "instance", *kv_cache_rules.CACHE_CONFIG_LABELS),
                 [
+                    # Raw and instant: one constant series per engine, read only when the table is open.
                     Column(
-                        promql.recorded(kv_cache_rules.CACHE_CONFIG_ENGINES, filters("job", "instance")),
+                        promql.agg(
+                            "count",
+                            ("job", "instance", *kv_cache_rules.CACHE_CONFIG_LABELS),
+                            _raw(cfg, "vllm:cache_config_info", filters("job", "instance")),
+                        ),
                         "engines",
                         "short",
                     )
@@ -262,10 +281,7 @@ def _configuration(cfg: Config) -> Section:
                 "short",
                 [
                     Query(
-                        promql.sum_by(
-                            ("job", "model_name", "sleep_state"),
-                            promql.recorded(kv_cache_rules.SLEEP_STATE_ENGINES, INSTANCE_FILTERS),
-                        ),
+                        promql.recorded(kv_cache_rules.SLEEP_STATE_ENGINES, MODEL_FILTERS),
                         "{{sleep_state}} {{model_name}}",
                     )
                 ],
@@ -354,17 +370,25 @@ def _phases(cfg: Config) -> Section:
 
 
 def _batch(cfg: Config) -> Section:
-    p95 = conventions.quantile(cfg, kv_cache_rules.BATCH_TOKENS, "instance", 0.95)
     return Section(
         "Batch and admission",
         [
             timeseries(
                 "Batch fill (tokens per step)",
-                "Tokens processed per engine step (prefill and decode together), mean and p95.",
+                "Tokens processed per engine step (prefill and decode together): the mean per server, and "
+                "p50/p95 per model over every step of its engines.",
                 "short",
                 [
                     Query(promql.recorded(kv_cache_rules.batch_mean(cfg), INSTANCE_FILTERS), "mean " + _WHO),
-                    Query(promql.recorded(p95, INSTANCE_FILTERS), "p95 " + _WHO),
+                    *(
+                        Query(
+                            promql.recorded(
+                                conventions.quantile(cfg, kv_cache_rules.BATCH_TOKENS, "model", qv), MODEL_FILTERS
+                            ),
+                            f"p{round(qv * 100)} {{{{model_name}}}}",
+                        )
+                        for qv in kv_cache_rules.BATCH_QUANTILES
+                    ),
                 ],
                 width=8,
             ),

@@ -136,9 +136,12 @@ def _errors(cfg: Config) -> Section:
             timeseries(
                 "Request error ratio",
                 "Share of finished requests that ended with "
-                f"{' or '.join(cfg.slo.availability.bad_finished_reasons)}, per model and instance.",
+                f"{' or '.join(cfg.slo.availability.bad_finished_reasons)}, per model and per instance.",
                 "percentunit",
-                [Query(_selected(serving_rules.error_ratio(cfg)), "{{model_name}} @ {{instance}}")],
+                [
+                    Query(_selected(serving_rules.error_ratio(cfg, "model"), base=MODEL_FILTERS), "{{model_name}}"),
+                    Query(_selected(serving_rules.error_ratio(cfg)), "{{model_name}} @ {{instance}}"),
+                ],
             ),
             timeseries(
                 "HTTP 5xx ratio",

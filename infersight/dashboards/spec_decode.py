@@ -73,7 +73,7 @@ def _acceptance(cfg: Config) -> Section:
                 "the drafts bring nothing; the most is 1 + the draft length (num_speculative_tokens). Per "
                 "model: the instance variable does not narrow it.",
                 "short",
-                [Query(promql.recorded(spec_rules.accepted_length(cfg, "model"), MODEL_FILTERS), "{{model_name}}")],
+                [Query(promql.recorded(spec_rules.accepted_length(cfg), MODEL_FILTERS), "{{model_name}}")],
                 width=8,
                 no_value=FLAG_OFF,
             ),

@@ -68,35 +68,61 @@ class GroupCost:
     name: str
     rules: int
     interval_s: float
-    last_duration_s: float
+    seconds: float  # the median of the group's evaluation times seen (its last_duration, sampled)
+    max_s: float = 0.0
+    evaluations: int = 1
 
     @property
     def share(self) -> float:
-        return self.last_duration_s / self.interval_s
-
-
-def rule_groups(api: PrometheusAPI) -> list[GroupCost]:
-    return [
-        GroupCost(g["file"], g["name"], len(g["rules"]), float(g["interval"]), float(g.get("evaluationTime", 0.0)))
-        for g in api.api("/api/v1/rules")["groups"]
-    ]
+        return self.seconds / self.interval_s
 
 
 @dataclass(frozen=True)
 class RuleCost:
     group: str
     name: str
-    seconds: float  # the rule's last evaluationTime
+    seconds: float  # the median of the rule's evaluation times seen
 
 
-def slowest_rules(api: PrometheusAPI, count: int) -> list[RuleCost]:
-    """The ``count`` rules whose last evaluation took longest: where a group's time goes."""
-    costs = [
-        RuleCost(g["name"], r.get("name", ""), float(r.get("evaluationTime", 0.0)))
-        for g in api.api("/api/v1/rules")["groups"]
-        for r in g["rules"]
-    ]
-    return sorted(costs, key=lambda c: -c.seconds)[:count]
+class RuleTimes:
+    """Every evaluation time of every group and rule seen over repeated reads of /api/v1/rules, one
+    per evaluation (keyed by its lastEvaluation). One read shows only the last evaluation, and a
+    single evaluation that waited for a core while Prometheus ingested or collected garbage can be
+    several times the usual: the median of a few is the group's cost."""
+
+    def __init__(self) -> None:
+        self._groups: dict[str, tuple[dict[str, Any], dict[str, float]]] = {}
+        self._rules: dict[tuple[str, str], dict[str, float]] = {}
+
+    def sample(self, api: PrometheusAPI) -> None:
+        for g in api.api("/api/v1/rules")["groups"]:
+            seen = self._groups.setdefault(g["name"], (g, {}))[1]
+            if g.get("lastEvaluation"):
+                seen[g["lastEvaluation"]] = float(g.get("evaluationTime", 0.0))
+            for r in g["rules"]:
+                if r.get("lastEvaluation"):
+                    times = self._rules.setdefault((g["name"], r.get("name", "")), {})
+                    times[r["lastEvaluation"]] = float(r.get("evaluationTime", 0.0))
+
+    def groups(self) -> list[GroupCost]:
+        costs = []
+        for name, (g, seen) in self._groups.items():
+            times = sorted(seen.values()) or [0.0]
+            cost = GroupCost(
+                g["file"], name, len(g["rules"]), float(g["interval"]), _median(times), times[-1], len(seen)
+            )
+            costs.append(cost)
+        return costs
+
+    def slowest_rules(self, count: int) -> list[RuleCost]:
+        """The ``count`` rules with the longest median evaluation: where the groups' time goes."""
+        costs = [RuleCost(group, rule, _median(sorted(t.values()))) for (group, rule), t in self._rules.items()]
+        return sorted(costs, key=lambda c: -c.seconds)[:count]
+
+
+def _median(ordered: Sequence[float]) -> float:
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
 def unhealthy_rules(api: PrometheusAPI) -> list[str]:

@@ -53,7 +53,6 @@ TRANSFER_RATES = {
     "offload_allocation_failures": "vllm:kv_offload_allocation_failure_total",
     "nixl_failed_transfers": "vllm:nixl_num_failed_transfers_total",
 }
-OFFLOAD_CPU_USAGE = conventions.record_name("instance", "vllm:kv_offload_cpu_cache_usage", "max")
 
 
 # Per-engine views: the alerts' usage average and preemption rate are PromQL over the raw series
@@ -111,11 +110,11 @@ def engine_steps(cfg: Config) -> str:
     return conventions.record_name("instance", "vllm:engine_steps", conventions.op_rate(cfg))
 
 
-# Engines per server and KV-cache configuration (cache_config_info carries no model_name).
-CACHE_CONFIG_ENGINES = "instance:vllm_cache_config:count"
+# KV-cache configuration labels of vllm:cache_config_info (which carries no model_name).
 CACHE_CONFIG_LABELS = ("block_size", "num_gpu_blocks", "enable_prefix_caching", "cache_dtype")
-# Engines per server in each sleep state; only the state an engine is in (the one-hot 1).
-SLEEP_STATE_ENGINES = "instance:vllm_engines_by_sleep_state:count"
+# Engines per model in each sleep state; only the state an engine is in (the one-hot 1). Per model,
+# not per server: the panel draws models, and per server it was a series per engine at fleet size.
+SLEEP_STATE_ENGINES = "model:vllm_engines_by_sleep_state:count"
 
 
 def rejections(cfg: Config) -> str:
@@ -163,16 +162,9 @@ def _scheduler_rules(cfg: Config) -> list[RecordingRule]:
                 promql.sum_by(INSTANCE, promql.rate(BATCH_TOKENS, w, sel, "_sum")), positive(engine_steps(cfg))
             ),
         ),
-        # A few constant series per engine; recorded so that dashboards read no raw engine series.
-        RecordingRule(
-            CACHE_CONFIG_ENGINES,
-            promql.agg(
-                "count", ("job", "instance", *CACHE_CONFIG_LABELS), promql.series("vllm:cache_config_info", sel)
-            ),
-        ),
         RecordingRule(
             SLEEP_STATE_ENGINES,
-            promql.agg("count", (*INSTANCE, "sleep_state"), f"{promql.series('vllm:engine_sleep_state', sel)} == 1"),
+            promql.agg("count", (*MODEL, "sleep_state"), f"{promql.series('vllm:engine_sleep_state', sel)} == 1"),
         ),
         # Rejected before reaching an engine: the series carry model_name and reason, no engine.
         RecordingRule(
@@ -215,9 +207,10 @@ def _prefix_rules(cfg: Config) -> list[RecordingRule]:
     return rules
 
 
-def cached_prompt_ratio(cfg: Config, level: str = "instance") -> str:
-    """Share of prompt tokens whose prefill was skipped: cached locally or loaded by a KV connector."""
-    return conventions.record_name(level, "vllm:prompt_tokens_cached", "ratio_" + conventions.op_rate(cfg))
+def cached_prompt_ratio(cfg: Config) -> str:
+    """Per model, the share of prompt tokens whose prefill was skipped: cached locally or loaded by a
+    KV connector."""
+    return conventions.record_name("model", "vllm:prompt_tokens_cached", "ratio_" + conventions.op_rate(cfg))
 
 
 def prompt_tokens_by_source(cfg: Config) -> str:
@@ -236,13 +229,12 @@ def _cached_prompt_rules(cfg: Config) -> list[RecordingRule]:
     rules = [
         counter_ratio(
             cfg,
-            cached_prompt_ratio(cfg, level),
+            cached_prompt_ratio(cfg),
             "vllm:prompt_tokens_cached_total",
             "vllm:prompt_tokens_total",
             cfg.intervals.rate,
-            by,
+            MODEL,
         )
-        for level, by in (("instance", INSTANCE), ("model", MODEL))
     ]
     sel, w = cfg.selectors.vllm, cfg.scaled(cfg.intervals.rate)
     rules += [
@@ -267,11 +259,6 @@ def _transfer_rules(cfg: Config) -> list[RecordingRule]:
         RecordingRule(transfer_rate(cfg, kind), promql.sum_by(MODEL, promql.rate(metric, w, sel)))
         for kind, metric in TRANSFER_RATES.items()
     ]
-    rules.append(
-        RecordingRule(
-            OFFLOAD_CPU_USAGE, promql.agg("max", INSTANCE, promql.series("vllm:kv_offload_cpu_cache_usage_perc", sel))
-        )
-    )
     return rules + quantile_rules(cfg, NIXL_XFER_TIME, RESIDENCY_QUANTILES)
 
 
@@ -294,7 +281,7 @@ def groups(cfg: Config) -> list[RuleGroup]:
     out += conventions.split_groups("infersight-kv-cache-residency", interval, residency)
     out += conventions.split_groups("infersight-kv-cache-transfer", interval, _transfer_rules(cfg))
     out += conventions.split_groups(
-        "infersight-kv-cache-batch", interval, quantile_rules(cfg, BATCH_TOKENS, BATCH_QUANTILES, (0.95,))
+        "infersight-kv-cache-batch", interval, quantile_rules(cfg, BATCH_TOKENS, BATCH_QUANTILES)
     )
     for metric, _ in PHASE_HISTOGRAMS:
         # The queue-build-up alert reads each instance's queue-time p95.

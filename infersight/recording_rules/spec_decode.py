@@ -43,9 +43,10 @@ def acceptance(window: Duration, level: str = "instance") -> str:
     return conventions.record_name(level, "vllm:spec_decode_acceptance", f"ratio_rate{window}")
 
 
-def accepted_length(cfg: Config, level: str = "instance") -> str:
-    """Tokens each verification step yields: the accepted drafts plus the one the target model adds."""
-    return conventions.record_name(level, "vllm:spec_decode_accepted_length", f"mean_{conventions.op_rate(cfg)}")
+def accepted_length(cfg: Config) -> str:
+    """Per model, the tokens each verification step yields: the accepted drafts plus the one the
+    target model adds."""
+    return conventions.record_name("model", "vllm:spec_decode_accepted_length", f"mean_{conventions.op_rate(cfg)}")
 
 
 def position_acceptance(cfg: Config) -> str:
@@ -73,10 +74,6 @@ def _rules(cfg: Config) -> list[RecordingRule]:
         ),
         RecordingRule(
             accepted_length(cfg),
-            "1 + " + promql.ratio(promql.recorded(accepted_tokens(cfg)), positive(promql.recorded(drafts(cfg)))),
-        ),
-        RecordingRule(
-            accepted_length(cfg, "model"),
             "1 + " + promql.ratio(per_model[accepted_tokens(cfg)], positive(per_model[drafts(cfg)])),
         ),
         RecordingRule(

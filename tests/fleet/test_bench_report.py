@@ -58,3 +58,12 @@ def test_cpu_with_and_without_the_rules_gives_the_rules_own_cores() -> None:
     assert "CPU over the last 120 s (cores of 2): prometheus 1.50, fleet server 0.10; host busy 90%" in text
     assert "the rules' own CPU: 0.75 cores = 75% of one core's interval" in text
     assert "without rules the host was 45% busy" in text
+
+
+def test_each_group_prints_its_median_longest_and_share() -> None:
+    groups = [measure.GroupCost("kv.yaml", "infersight-kv-cache.rules", 17, 30.0, 1.5, max_s=6.0, evaluations=4)]
+    lines = bench.render(_report(groups=groups)).splitlines()
+    row = next(line for line in lines if line.startswith("infersight-kv-cache.rules "))
+    assert row.split() == ["infersight-kv-cache.rules", "17", "30s", "4", "1.500s", "6.000s", "5.00%"]
+    total = next(line for line in lines if line.startswith("all groups (sum of shares)"))
+    assert total.endswith(" 5.00%")

@@ -77,6 +77,22 @@ def test_every_rule_evaluates_without_failure(fleet: FleetStack) -> None:
     assert jobs == {"vllm", "dcgm-exporter", "infersight-moe"}
 
 
+def test_rule_times_keep_one_time_per_evaluation_and_take_the_median(fleet: FleetStack) -> None:
+    # What the benchmark's group shares are made of, read from the real Prometheus: reads closer
+    # together than the interval see one evaluation once, and several evaluations give a median.
+    times = measure.RuleTimes()
+    for _ in range(7):
+        times.sample(fleet.api)
+        time.sleep(EVAL_S / 2)
+    groups = times.groups()
+    assert {g.name for g in groups} == {g["name"] for g in fleet.api.api("/api/v1/rules")["groups"]}
+    for g in groups:
+        assert 2 <= g.evaluations <= 5, g  # 3.5 intervals read: 3 or 4 evaluations, never one per read
+        assert 0 < g.seconds <= g.max_s, g
+    slowest = times.slowest_rules(3)
+    assert len(slowest) == 3 and slowest[0].seconds >= slowest[-1].seconds > 0
+
+
 def _flag_gated() -> set[str]:
     """Panels whose vLLM families need a flag the synthetic fleet does not set (speculative decoding,
     LoRA, ...): tests/packs/test_vllm_features_e2e.py proves them against a real vLLM."""

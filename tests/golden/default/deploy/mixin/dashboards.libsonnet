@@ -2135,7 +2135,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Hit tokens over queried tokens, from rates over " + f.duration($._config["intervals.rate"]) + ", against the baseline the collapse alert compares with: the ratio over " + f.duration($._config["kv_cache.alerts.prefix_collapse.baseline_window"]) + " ending " + f.duration($._config["kv_cache.alerts.prefix_collapse.baseline_offset"]) + " ago.",
+          "description": "Hit tokens over queried tokens, from rates over " + f.duration($._config["intervals.rate"]) + ", per server and per model, against the baseline the collapse alert compares with: the server's ratio over " + f.duration($._config["kv_cache.alerts.prefix_collapse.baseline_window"]) + " ending " + f.duration($._config["kv_cache.alerts.prefix_collapse.baseline_offset"]) + " ago.",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -2187,6 +2187,15 @@ local f = import 'lib/format.libsonnet';
               "expr": "instance:vllm_prefix_cache_hits:ratio_rate" + f.duration($._config["kv_cache.alerts.prefix_collapse.baseline_window"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"} offset " + f.duration($._config["kv_cache.alerts.prefix_collapse.baseline_offset"]),
               "legendFormat": "baseline {{model_name}} @ {{instance}}",
               "refId": "B",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_prefix_cache_hits:ratio_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "model {{model_name}}",
+              "refId": "C",
             },
           ],
           "title": "Prefix-cache hit ratio",
@@ -2754,7 +2763,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "instance:vllm_kv_offload_cpu_cache_usage:max{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}",
+              "expr": "max by (job, instance, model_name) (vllm:kv_offload_cpu_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})",
               "legendFormat": "{{model_name}} @ {{instance}}",
               "refId": "A",
             },
@@ -3446,7 +3455,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Tokens processed per engine step (prefill and decode together), mean and p95.",
+          "description": "Tokens processed per engine step (prefill and decode together): the mean per server, and p50/p95 per model over every step of its engines.",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -3494,9 +3503,18 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "instance:vllm_iteration_tokens_total:p95_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}",
-              "legendFormat": "p95 {{model_name}} @ {{instance}}",
+              "expr": "model:vllm_iteration_tokens_total:p50_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "p50 {{model_name}}",
               "refId": "B",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_iteration_tokens_total:p95_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "p95 {{model_name}}",
+              "refId": "C",
             },
           ],
           "title": "Batch fill (tokens per step)",
@@ -3679,7 +3697,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "sum by (job, instance, block_size, num_gpu_blocks, enable_prefix_caching, cache_dtype) (instance:vllm_cache_config:count{job=~\"$job\", instance=~\"$instance\"})",
+              "expr": "sum by (job, instance, block_size, num_gpu_blocks, enable_prefix_caching, cache_dtype) (count by (job, instance, block_size, num_gpu_blocks, enable_prefix_caching, cache_dtype) (vllm:cache_config_info{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", instance=~\"$instance\"}))",
               "format": "table",
               "instant": true,
               "range": false,
@@ -3762,7 +3780,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "sum by (job, model_name, sleep_state) (instance:vllm_engines_by_sleep_state:count{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})",
+              "expr": "model:vllm_engines_by_sleep_state:count{job=~\"$job\", model_name=~\"$model_name\"}",
               "legendFormat": "{{sleep_state}} {{model_name}}",
               "refId": "A",
             },
@@ -5977,7 +5995,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Share of finished requests that ended with error or abort, per model and instance.",
+          "description": "Share of finished requests that ended with error or abort, per model and per instance.",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -6016,9 +6034,18 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
+              "expr": "model:vllm_request_errors:ratio_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "{{model_name}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
               "expr": "instance:vllm_request_errors:ratio_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}",
               "legendFormat": "{{model_name}} @ {{instance}}",
-              "refId": "A",
+              "refId": "B",
             },
           ],
           "title": "Request error ratio",

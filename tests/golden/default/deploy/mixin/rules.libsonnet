@@ -127,12 +127,8 @@ local f = import 'lib/format.libsonnet';
             "expr": "(sum by (job, instance, model_name) (rate(vllm:iteration_tokens_total_sum{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "])))\n/\n((instance:vllm_engine_steps:rate" + f.duration($._config["intervals.rate"]) + ") > 0)",
           },
           {
-            "record": "instance:vllm_cache_config:count",
-            "expr": "count by (job, instance, block_size, num_gpu_blocks, enable_prefix_caching, cache_dtype) (vllm:cache_config_info{" + f.matchers($._config["selectors.vllm"]) + "})",
-          },
-          {
-            "record": "instance:vllm_engines_by_sleep_state:count",
-            "expr": "count by (job, instance, model_name, sleep_state) (vllm:engine_sleep_state{" + f.matchers($._config["selectors.vllm"]) + "} == 1)",
+            "record": "model:vllm_engines_by_sleep_state:count",
+            "expr": "count by (job, model_name, sleep_state) (vllm:engine_sleep_state{" + f.matchers($._config["selectors.vllm"]) + "} == 1)",
           },
           {
             "record": "model:vllm_admission_rejections:rate" + f.duration($._config["intervals.rate"]),
@@ -160,10 +156,6 @@ local f = import 'lib/format.libsonnet';
         "name": "infersight-kv-cache-prompt-sources.rules",
         "interval": f.duration($._config["intervals.evaluation"]),
         "rules": [
-          {
-            "record": "instance:vllm_prompt_tokens_cached:ratio_rate" + f.duration($._config["intervals.rate"]),
-            "expr": "(sum by (job, instance, model_name) (rate(vllm:prompt_tokens_cached_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "])))\n/\n((sum by (job, instance, model_name) (rate(vllm:prompt_tokens_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))) > 0)",
-          },
           {
             "record": "model:vllm_prompt_tokens_cached:ratio_rate" + f.duration($._config["intervals.rate"]),
             "expr": "(sum by (job, model_name) (rate(vllm:prompt_tokens_cached_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "])))\n/\n((sum by (job, model_name) (rate(vllm:prompt_tokens_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))) > 0)",
@@ -241,10 +233,6 @@ local f = import 'lib/format.libsonnet';
             "expr": "sum by (job, model_name) (rate(vllm:nixl_num_failed_transfers_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
           },
           {
-            "record": "instance:vllm_kv_offload_cpu_cache_usage:max",
-            "expr": "max by (job, instance, model_name) (vllm:kv_offload_cpu_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + "})",
-          },
-          {
             "record": "model:vllm_nixl_xfer_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
             "expr": "sum by (job, model_name, le) (rate(vllm:nixl_xfer_time_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
           },
@@ -273,10 +261,6 @@ local f = import 'lib/format.libsonnet';
           {
             "record": "model:vllm_iteration_tokens_total:p95_rate" + f.duration($._config["intervals.rate"]),
             "expr": "histogram_quantile(0.95, sum by (le, job, model_name) (model:vllm_iteration_tokens_total_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
-          },
-          {
-            "record": "instance:vllm_iteration_tokens_total:p95_rate" + f.duration($._config["intervals.rate"]),
-            "expr": "histogram_quantile(0.95, sum by (le, job, instance, model_name) (rate(vllm:iteration_tokens_total_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "])))",
           },
         ],
       },
@@ -818,10 +802,6 @@ local f = import 'lib/format.libsonnet';
           {
             "record": "model:vllm_spec_decode_acceptance:ratio_rate" + f.duration($._config["intervals.rate"]),
             "expr": "(sum by (job, model_name) (instance:vllm_spec_decode_num_accepted_tokens:rate" + f.duration($._config["intervals.rate"]) + "))\n/\n((sum by (job, model_name) (instance:vllm_spec_decode_num_draft_tokens:rate" + f.duration($._config["intervals.rate"]) + ")) > 0)",
-          },
-          {
-            "record": "instance:vllm_spec_decode_accepted_length:mean_rate" + f.duration($._config["intervals.rate"]),
-            "expr": "1 + (instance:vllm_spec_decode_num_accepted_tokens:rate" + f.duration($._config["intervals.rate"]) + ")\n/\n((instance:vllm_spec_decode_num_drafts:rate" + f.duration($._config["intervals.rate"]) + ") > 0)",
           },
           {
             "record": "model:vllm_spec_decode_accepted_length:mean_rate" + f.duration($._config["intervals.rate"]),
