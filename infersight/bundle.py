@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from infersight import __version__
+from infersight import __version__, evaluation_intervals
 from infersight.config import Config
 from infersight.lint import LintError, lint_dashboard, lint_rules
 from infersight.packs import PACKS, RULE_KINDS, Pack
@@ -87,7 +87,17 @@ def recorded_names(groups: list[RuleGroup]) -> frozenset[str]:
 
 
 def pack_groups(cfg: Config, pack: Pack, kind: str) -> list[RuleGroup]:
-    """One pack's rule groups of one kind; [] when it has none."""
+    """One pack's rule groups of one kind; [] when it has none. Recording groups that no prompt
+    alert of any pack reads evaluate at the dashboard interval (infersight.evaluation_intervals)."""
+    groups = _built_groups(cfg, pack, kind)
+    if kind != "recording_rules" or not groups:
+        return groups
+    every = [g for p in PACKS for g in _built_groups(cfg, p, "recording_rules")]
+    alerts = [r for p in PACKS for g in _built_groups(cfg, p, "alerts") for r in g.rules if isinstance(r, Alert)]
+    return evaluation_intervals.relax(cfg, groups, every, alerts)
+
+
+def _built_groups(cfg: Config, pack: Pack, kind: str) -> list[RuleGroup]:
     builder = pack.groups(kind)
     return builder(cfg) if builder is not None else []
 

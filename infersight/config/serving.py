@@ -44,12 +44,19 @@ class Selectors(Strict):
     _check = field_validator("vllm", "dcgm", "gpu_exporter", "moe_exporter")(matchers_valid)
 
 
+# Recordings at dashboard_evaluation feed only alerts that wait 10 times this (evaluation_intervals).
+DASHBOARD_EVALUATION_MAX = Duration.parse("1m")
+
+
 class Intervals(Strict):
     scrape: Duration = Duration.parse("15s")
     evaluation: Duration = Duration.parse("30s")
     # Alerts that read windows of 10 m or more and wait 10 m or more (GPU coverage, throttling, leak,
     # predicted OOM) gain nothing from a 30 s evaluation, and at fleet size they cost the most.
     slow_evaluation: Duration = Duration.parse("2m")
+    # Recordings that only dashboards and slow alerts (for: of 10 intervals or more) read
+    # (infersight/evaluation_intervals.py): a 5 m rate drawn every minute loses nothing.
+    dashboard_evaluation: Duration = Duration.parse("1m")
     rate: Duration = Duration.parse("5m")  # window of the golden-signal recording rules
 
     @model_validator(mode="after")
@@ -58,8 +65,14 @@ class Intervals(Strict):
             raise ValueError(f"rate: window {self.rate} must cover at least 4 scrapes ({self.scrape} each)")
         if self.scrape.ms == 0 or self.evaluation.ms == 0:
             raise ValueError("scrape and evaluation intervals must be positive")
-        if self.slow_evaluation < self.evaluation:
-            raise ValueError(f"slow_evaluation: {self.slow_evaluation} must not be shorter than evaluation")
+        for name in ("slow_evaluation", "dashboard_evaluation"):
+            if getattr(self, name) < self.evaluation:
+                raise ValueError(f"{name}: {getattr(self, name)} must not be shorter than evaluation")
+        if self.dashboard_evaluation > DASHBOARD_EVALUATION_MAX:
+            raise ValueError(
+                f"dashboard_evaluation: {self.dashboard_evaluation} is over {DASHBOARD_EVALUATION_MAX}, a tenth of "
+                "the shortest for: of an alert that reads those recordings (10m)"
+            )
         return self
 
 

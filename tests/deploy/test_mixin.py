@@ -25,6 +25,7 @@ EXPOSED_KEYS = [
     "selectors.moe_exporter",
     "intervals.evaluation",
     "intervals.slow_evaluation",
+    "intervals.dashboard_evaluation",
     "intervals.rate",
     "slo.period",
     "slo.burn_windows.0.long",

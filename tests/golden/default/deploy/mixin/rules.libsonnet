@@ -6,7 +6,7 @@ local f = import 'lib/format.libsonnet';
     groups+: [
       {
         "name": "infersight-gpu.rules",
-        "interval": f.duration($._config["intervals.evaluation"]),
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
             "record": "node:dcgm_gpus:count",
@@ -154,7 +154,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-kv-cache-prompt-sources.rules",
-        "interval": f.duration($._config["intervals.evaluation"]),
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_prompt_tokens_cached:ratio_rate" + f.duration($._config["intervals.rate"]),
@@ -172,7 +172,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-kv-cache-residency.rules",
-        "interval": f.duration($._config["intervals.evaluation"]),
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_kv_block_lifetime_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
@@ -214,7 +214,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-kv-cache-transfer.rules",
-        "interval": f.duration($._config["intervals.evaluation"]),
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_kv_offload_load_bytes:rate" + f.duration($._config["intervals.rate"]),
@@ -248,7 +248,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-kv-cache-batch.rules",
-        "interval": f.duration($._config["intervals.evaluation"]),
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_iteration_tokens_total_bucket:rate" + f.duration($._config["intervals.rate"]),
@@ -266,7 +266,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-kv-cache-queue-time.rules",
-        "interval": f.duration($._config["intervals.evaluation"]),
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_request_queue_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
@@ -292,7 +292,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-kv-cache-prefill-time.rules",
-        "interval": f.duration($._config["intervals.evaluation"]),
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_request_prefill_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
@@ -314,7 +314,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-kv-cache-decode-time.rules",
-        "interval": f.duration($._config["intervals.evaluation"]),
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_request_decode_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
@@ -336,7 +336,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-moe.rules",
-        "interval": f.duration($._config["intervals.evaluation"]),
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
             "record": "expert:infersight_moe_expert_tokens:rate5m",
@@ -424,7 +424,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-serving-ttft.rules",
-        "interval": f.duration($._config["intervals.evaluation"]),
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_time_to_first_token_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
@@ -450,7 +450,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-serving-itl.rules",
-        "interval": f.duration($._config["intervals.evaluation"]),
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_inter_token_latency_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
@@ -472,7 +472,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-serving-e2e.rules",
-        "interval": f.duration($._config["intervals.evaluation"]),
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_e2e_request_latency_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
@@ -743,7 +743,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-serving-lora.rules",
-        "interval": f.duration($._config["intervals.evaluation"]),
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
             "record": "instance:vllm_lora_adapters:count",
@@ -763,7 +763,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-serving-mfu.rules",
-        "interval": f.duration($._config["intervals.evaluation"]),
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
             "record": "engine:vllm_estimated_flops_per_gpu:rate" + f.duration($._config["intervals.rate"]),
@@ -781,7 +781,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-spec-decode.rules",
-        "interval": f.duration($._config["intervals.evaluation"]),
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
             "record": "instance:vllm_spec_decode_num_drafts:rate" + f.duration($._config["intervals.rate"]),

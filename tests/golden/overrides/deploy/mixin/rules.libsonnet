@@ -81,7 +81,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-gpu.rules",
-        "interval": f.duration($._config["intervals.evaluation"]),
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
             "record": "node:dcgm_gpus:count",
@@ -159,7 +159,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-kv-cache.rules",
-        "interval": f.duration($._config["intervals.evaluation"]),
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_kv_cache_usage:p50",
@@ -229,7 +229,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-kv-cache-prompt-sources.rules",
-        "interval": f.duration($._config["intervals.evaluation"]),
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_prompt_tokens_cached:ratio_rate" + f.duration($._config["intervals.rate"]),
@@ -247,7 +247,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-kv-cache-residency.rules",
-        "interval": f.duration($._config["intervals.evaluation"]),
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_kv_block_lifetime_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
@@ -289,7 +289,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-kv-cache-transfer.rules",
-        "interval": f.duration($._config["intervals.evaluation"]),
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_kv_offload_load_bytes:rate" + f.duration($._config["intervals.rate"]),
@@ -323,7 +323,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-kv-cache-batch.rules",
-        "interval": f.duration($._config["intervals.evaluation"]),
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_iteration_tokens_total_bucket:rate" + f.duration($._config["intervals.rate"]),
@@ -341,7 +341,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-kv-cache-queue-time.rules",
-        "interval": f.duration($._config["intervals.evaluation"]),
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_request_queue_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
@@ -367,7 +367,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-kv-cache-prefill-time.rules",
-        "interval": f.duration($._config["intervals.evaluation"]),
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_request_prefill_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
@@ -389,7 +389,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-kv-cache-decode-time.rules",
-        "interval": f.duration($._config["intervals.evaluation"]),
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_request_decode_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
@@ -411,7 +411,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-moe.rules",
-        "interval": f.duration($._config["intervals.evaluation"]),
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
             "record": "expert:infersight_moe_expert_tokens:rate5m",
@@ -499,7 +499,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-serving-ttft.rules",
-        "interval": f.duration($._config["intervals.evaluation"]),
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_time_to_first_token_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
@@ -525,7 +525,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-serving-itl.rules",
-        "interval": f.duration($._config["intervals.evaluation"]),
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_inter_token_latency_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
@@ -547,7 +547,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-serving-e2e.rules",
-        "interval": f.duration($._config["intervals.evaluation"]),
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_e2e_request_latency_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
@@ -715,7 +715,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-serving-slo-availability-2.rules",
-        "interval": f.duration($._config["intervals.evaluation"]),
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.period"]),
@@ -874,7 +874,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-serving-slo-ttft-2.rules",
-        "interval": f.duration($._config["intervals.evaluation"]),
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.period"]),
@@ -1033,7 +1033,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-serving-slo-itl-2.rules",
-        "interval": f.duration($._config["intervals.evaluation"]),
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.period"]),
@@ -1046,7 +1046,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-serving-lora.rules",
-        "interval": f.duration($._config["intervals.evaluation"]),
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
             "record": "instance:vllm_lora_adapters:count",
@@ -1066,7 +1066,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-serving-mfu.rules",
-        "interval": f.duration($._config["intervals.evaluation"]),
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
             "record": "engine:vllm_estimated_flops_per_gpu:rate" + f.duration($._config["intervals.rate"]),
@@ -1084,7 +1084,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-spec-decode.rules",
-        "interval": f.duration($._config["intervals.evaluation"]),
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
             "record": "instance:vllm_spec_decode_num_drafts:rate" + f.duration($._config["intervals.rate"]),

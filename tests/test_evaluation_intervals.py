@@ -1,0 +1,52 @@
+"""Which recording groups evaluate every 30 s and which every minute (infersight/evaluation_intervals.py):
+a group that a prompt alert (for: under 10 m, or a burn rate) reads, directly or through other
+recordings, keeps the evaluation interval; the rest move to the dashboard interval."""
+
+from __future__ import annotations
+
+import pytest
+
+from infersight import bundle
+from infersight.config import Config, ConfigError, parse_config
+from infersight.durations import Duration
+from infersight.stack.observed import validation_profile
+
+
+def _intervals(cfg: Config) -> dict[str, str]:
+    return {g.name: str(g.interval) for g in bundle.build(cfg).groups("recording_rules")}
+
+
+def test_dashboard_only_histograms_move_and_what_prompt_alerts_read_stays() -> None:
+    intervals = _intervals(Config())
+    # Read by dashboards, and by alerts that wait 15 m (outlier replica, MoE imbalance) at most.
+    for name in ("infersight-serving-itl.rules", "infersight-serving-ttft.rules", "infersight-moe.rules"):
+        assert intervals[name] == "1m", name
+    # Burn-rate alerts (no for:) read the SLO recordings; target, queue and KV alerts the golden ones.
+    slo = [name for name in intervals if name.startswith("infersight-serving-slo-")]
+    assert slo and all(intervals[name] == "30s" for name in slo)
+    assert intervals["infersight-serving.rules"] == intervals["infersight-kv-cache.rules"] == "30s"
+    assert intervals["infersight-gpu-slow.rules"] == "2m"  # its own interval is kept
+
+
+def test_an_alert_made_prompt_brings_what_it_reads_back_to_the_evaluation_interval() -> None:
+    assert _intervals(Config())["infersight-kv-cache-queue-time.rules"] == "1m"  # read by a 10 m for: only
+    prompt = parse_config({"kv_cache": {"alerts": {"queue_build_up": {"for": "5m"}}}})
+    assert _intervals(prompt)["infersight-kv-cache-queue-time.rules"] == "30s"
+
+
+def test_time_scaling_keeps_the_split() -> None:
+    scaled = _intervals(validation_profile(Config(), 60))
+    assert scaled["infersight-serving-itl.rules"] == "1s"
+    assert scaled["infersight-serving.rules"] == "500ms"
+    assert {n for n, i in scaled.items() if i == "1s"} == {n for n, i in _intervals(Config()).items() if i == "1m"}
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [("20s", "must not be shorter than evaluation"), ("2m", "a tenth of the shortest for:")],
+)
+def test_the_dashboard_interval_is_checked(value: str, says: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config({"intervals": {"dashboard_evaluation": value}})
+    assert says in str(info.value) and "dashboard_evaluation" in str(info.value)
+    assert Config().intervals.dashboard_evaluation == Duration.parse("1m")
