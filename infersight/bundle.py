@@ -87,8 +87,8 @@ def recorded_names(groups: list[RuleGroup]) -> frozenset[str]:
 
 
 def pack_groups(cfg: Config, pack: Pack, kind: str) -> list[RuleGroup]:
-    """One pack's rule groups of one kind; [] when it has none. Recording groups that no prompt
-    alert of any pack reads evaluate at the dashboard interval (infersight.evaluation_intervals)."""
+    """One pack's rule groups of one kind; [] when it has none. The recordings that no prompt alert
+    of any pack reads evaluate at the dashboard interval (infersight.evaluation_intervals)."""
     groups = _built_groups(cfg, pack, kind)
     if kind != "recording_rules" or not groups:
         return groups

@@ -1,14 +1,14 @@
-"""How often each recording group is evaluated.
+"""How often each recording is evaluated: every 30 s, or every minute where no prompt alert reads it.
 
 Every pack builds its groups at ``intervals.evaluation`` (30 s). At fleet size a recording that
 reads every engine's histogram buckets costs a share of that interval each time (docs/scale.md),
 and most of them feed dashboards only, where a 5 m rate drawn every minute loses nothing. So a
-recording group that no prompt alert reads, directly or through other recordings, is evaluated at
+recording that no prompt alert reads, directly or through other recordings, is evaluated at
 ``intervals.dashboard_evaluation`` (1 m) instead. An alert is prompt when its ``for:`` is shorter
 than ``PROMPT_FOR`` (10 m), or when it has none (burn rates): for the others, a recording one
-dashboard interval older moves the alert by at most a tenth of its ``for:``.
-
-Groups at another interval (the slow GPU recordings) keep it.
+dashboard interval older moves the alert by at most a tenth of its ``for:``. Alerts themselves
+stay at the evaluation interval; groups at another interval (the slow GPU ones) keep it, and so
+do groups an autoscaler reads (``RuleGroup.read_outside``).
 """
 
 from __future__ import annotations
@@ -43,16 +43,30 @@ def read_by_prompt_alerts(cfg: Config, recording: Iterable[RuleGroup], alerts: I
     return frozenset(read)
 
 
+def patient_name(group: str) -> str:
+    """infersight-serving.rules -> infersight-serving-patient.rules"""
+    stem, dot, kind = group.rpartition(".")
+    return f"{stem}-patient{dot}{kind}"
+
+
 def relax(
     cfg: Config, groups: Sequence[RuleGroup], every_recording: Iterable[RuleGroup], alerts: Iterable[Alert]
 ) -> list[RuleGroup]:
-    """``groups`` (some of ``every_recording``), those at the evaluation interval that no prompt
-    alert reads moved to the dashboard interval."""
+    """Recording ``groups`` (some of ``every_recording``) with the recordings that no prompt alert
+    reads moved to the dashboard interval. A group at the evaluation interval that holds both keeps
+    its name for the prompt part, and the rest becomes ``patient_name(group)``: a rule there that
+    read an earlier rule of its old group sees that rule's previous evaluation, one interval old."""
     fast = cfg.scaled(cfg.intervals.evaluation)
+    slow = cfg.scaled(cfg.intervals.dashboard_evaluation)
     prompt = read_by_prompt_alerts(cfg, every_recording, alerts)
-    return [
-        dataclasses.replace(g, interval=cfg.scaled(cfg.intervals.dashboard_evaluation))
-        if g.interval == fast and not any(isinstance(r, RecordingRule) and r.record in prompt for r in g.rules)
-        else g
-        for g in groups
-    ]
+    out: list[RuleGroup] = []
+    for g in groups:
+        keep = tuple(r for r in g.rules if not isinstance(r, RecordingRule) or r.record in prompt)
+        if g.interval != fast or g.read_outside or len(keep) == len(g.rules):
+            out.append(g)
+        elif not keep:
+            out.append(dataclasses.replace(g, interval=slow))
+        else:
+            patient = tuple(r for r in g.rules if r not in keep)
+            out += [dataclasses.replace(g, rules=keep), RuleGroup(patient_name(g.name), slow, patient)]
+    return out

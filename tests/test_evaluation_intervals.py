@@ -1,6 +1,7 @@
-"""Which recording groups evaluate every 30 s and which every minute (infersight/evaluation_intervals.py):
-a group that a prompt alert (for: under 10 m, or a burn rate) reads, directly or through other
-recordings, keeps the evaluation interval; the rest move to the dashboard interval."""
+"""Which recordings evaluate every 30 s and which every minute (infersight/evaluation_intervals.py):
+a recording that a prompt alert (for: under 10 m, or a burn rate) reads, directly or through other
+recordings, keeps the evaluation interval; the rest move to the dashboard interval, a mixed group
+split in two. Alerts keep theirs."""
 
 from __future__ import annotations
 
@@ -9,11 +10,37 @@ import pytest
 from infersight import bundle
 from infersight.config import Config, ConfigError, parse_config
 from infersight.durations import Duration
+from infersight.packs import PACKS, RULE_KINDS
+from infersight.rules import Alert, RecordingRule
 from infersight.stack.observed import validation_profile
 
 
 def _intervals(cfg: Config) -> dict[str, str]:
-    return {g.name: str(g.interval) for g in bundle.build(cfg).groups("recording_rules")}
+    return {g.name: str(g.interval) for g in bundle.build(cfg).groups()}
+
+
+def _names(cfg: Config, group: str) -> set[str]:
+    (found,) = [g for g in bundle.build(cfg).groups() if g.name == group]
+    return {r.record if isinstance(r, RecordingRule) else r.alert for r in found.rules}
+
+
+def test_a_mixed_group_keeps_its_prompt_rules_and_the_rest_moves_to_a_patient_group() -> None:
+    intervals = _intervals(Config())
+    # What the target, hung-engine and traffic-stop alerts read, and only that, stays at 30 s.
+    assert _names(Config(), "infersight-serving.rules") == {
+        "instance:vllm_requests:rate5m",
+        "model:vllm_requests:rate5m",
+        "instance:vllm_num_requests_running:sum",
+        "instance:vllm_num_requests_waiting:sum",
+    }
+    assert "instance:vllm_request_errors:ratio_rate5m" in _names(Config(), "infersight-serving-patient.rules")
+    assert intervals["infersight-serving-patient.rules"] == "1m"
+    # Alerts stay every 30 s, the patient ones too.
+    assert all(interval in ("30s", "2m") for name, interval in intervals.items() if name.endswith(".alerts"))
+    # Nothing is lost or doubled: the same rules as the packs build, in their order within each part.
+    built = [r for p in PACKS for kind in RULE_KINDS if (b := p.groups(kind)) for g in b(Config()) for r in g.rules]
+    relaxed = [r for g in bundle.build(Config()).groups() for r in g.rules]
+    assert sorted(map(repr, relaxed)) == sorted(map(repr, built)) and any(isinstance(r, Alert) for r in built)
 
 
 def test_dashboard_only_histograms_move_and_what_prompt_alerts_read_stays() -> None:
@@ -22,9 +49,15 @@ def test_dashboard_only_histograms_move_and_what_prompt_alerts_read_stays() -> N
     for name in ("infersight-serving-itl.rules", "infersight-serving-ttft.rules", "infersight-moe.rules"):
         assert intervals[name] == "1m", name
     # Burn-rate alerts (no for:) read the SLO recordings; target, queue and KV alerts the golden ones.
-    slo = [name for name in intervals if name.startswith("infersight-serving-slo-")]
-    assert slo and all(intervals[name] == "30s" for name in slo)
+    slo = [name for name in intervals if name.startswith("infersight-serving-slo-") and name.endswith(".rules")]
+    assert len(slo) == 6
+    for name in slo:
+        if name.endswith("-patient.rules"):  # the 30-day attainment: dashboards only
+            assert intervals[name] == "1m" and _names(Config(), name) == {"model:vllm_slo_errors:ratio_rate30d"}
+        else:
+            assert intervals[name] == "30s"
     assert intervals["infersight-serving.rules"] == intervals["infersight-kv-cache.rules"] == "30s"
+    assert intervals["infersight-serving-slo.alerts"] == "30s"
     assert intervals["infersight-gpu-slow.rules"] == "2m"  # its own interval is kept
 
 
@@ -37,7 +70,7 @@ def test_an_alert_made_prompt_brings_what_it_reads_back_to_the_evaluation_interv
 def test_time_scaling_keeps_the_split() -> None:
     scaled = _intervals(validation_profile(Config(), 60))
     assert scaled["infersight-serving-itl.rules"] == "1s"
-    assert scaled["infersight-serving.rules"] == "500ms"
+    assert scaled["infersight-serving.rules"] == scaled["infersight-serving.alerts"] == "500ms"
     assert {n for n, i in scaled.items() if i == "1s"} == {n for n, i in _intervals(Config()).items() if i == "1m"}
 
 

@@ -138,6 +138,8 @@ def test_rules_keep_each_models_rules_in_one_group() -> None:
     groups = bundle.build(parse_config(many)).groups("recording_rules")
     scaling = [g for g in groups if g.name.startswith("infersight-autoscaling")]
     assert [g.name for g in scaling] == [f"infersight-autoscaling-{i}.rules" for i in (1, 2, 3)]
+    # An autoscaler reads them: every 30 s, though no alert of the bundle reads them promptly.
+    assert {str(g.interval) for g in scaling} == {"30s"}
     for g in scaling:
         assert len(g.rules) <= 20
         models = [r.expr for r in g.rules if r.record == autoscaling_rules.DESIRED]

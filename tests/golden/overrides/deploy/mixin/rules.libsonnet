@@ -147,6 +147,12 @@ local f = import 'lib/format.libsonnet';
             "record": "instance:vllm_gpu_workload:group",
             "expr": "group by (job, instance, infersight_workload) (label_replace(label_replace(label_join(label_replace(up{" + f.matchers($._config["selectors.vllm"]) + "}, \"infersight_workload\", \"host/$1\", \"instance\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))",
           },
+        ],
+      },
+      {
+        "name": "infersight-gpu-workload-patient.rules",
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
+        "rules": [
           {
             "record": "workload:vllm_requests:rate" + f.duration($._config["intervals.rate"]),
             "expr": "sum by (infersight_workload) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "\n* on (job, instance) group_left (infersight_workload)\ninstance:vllm_gpu_workload:group)",
@@ -448,16 +454,30 @@ local f = import 'lib/format.libsonnet';
         "interval": f.duration($._config["intervals.evaluation"]),
         "rules": [
           {
-            "record": "model:vllm_request_success:rate" + f.duration($._config["intervals.rate"]),
-            "expr": "sum by (job, model_name, finished_reason) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
-          },
-          {
             "record": "instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]),
             "expr": "sum by (job, instance, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
           },
           {
             "record": "model:vllm_requests:rate" + f.duration($._config["intervals.rate"]),
             "expr": "sum by (job, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + ")",
+          },
+          {
+            "record": "instance:vllm_num_requests_running:sum",
+            "expr": "sum by (job, instance, model_name) (vllm:num_requests_running{" + f.matchers($._config["selectors.vllm"]) + "})",
+          },
+          {
+            "record": "instance:vllm_num_requests_waiting:sum",
+            "expr": "sum by (job, instance, model_name) (vllm:num_requests_waiting{" + f.matchers($._config["selectors.vllm"]) + "})",
+          },
+        ],
+      },
+      {
+        "name": "infersight-serving-patient.rules",
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
+        "rules": [
+          {
+            "record": "model:vllm_request_success:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, model_name, finished_reason) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
           },
           {
             "record": "instance:vllm_request_errors:ratio_rate" + f.duration($._config["intervals.rate"]),
@@ -482,14 +502,6 @@ local f = import 'lib/format.libsonnet';
           {
             "record": "instance:vllm_num_preemptions:rate" + f.duration($._config["intervals.rate"]),
             "expr": "sum by (job, instance, model_name) (rate(vllm:num_preemptions_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
-          },
-          {
-            "record": "instance:vllm_num_requests_running:sum",
-            "expr": "sum by (job, instance, model_name) (vllm:num_requests_running{" + f.matchers($._config["selectors.vllm"]) + "})",
-          },
-          {
-            "record": "instance:vllm_num_requests_waiting:sum",
-            "expr": "sum by (job, instance, model_name) (vllm:num_requests_waiting{" + f.matchers($._config["selectors.vllm"]) + "})",
           },
           {
             "record": "engine:vllm_kv_cache_usage:ratio",

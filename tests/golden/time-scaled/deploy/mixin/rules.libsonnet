@@ -72,6 +72,12 @@ local f = import 'lib/format.libsonnet';
             "record": "instance:vllm_gpu_workload:group",
             "expr": "group by (job, instance, infersight_workload) (label_replace(label_replace(label_join(label_replace(up{" + f.matchers($._config["selectors.vllm"]) + "}, \"infersight_workload\", \"host/$1\", \"instance\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"))",
           },
+        ],
+      },
+      {
+        "name": "infersight-gpu-workload-patient.rules",
+        "interval": "1s",
+        "rules": [
           {
             "record": "workload:vllm_requests:rate" + f.duration($._config["intervals.rate"]),
             "expr": "sum by (infersight_workload) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "\n* on (job, instance) group_left (infersight_workload)\ninstance:vllm_gpu_workload:group)",
@@ -85,6 +91,16 @@ local f = import 'lib/format.libsonnet';
       {
         "name": "infersight-kv-cache.rules",
         "interval": "500ms",
+        "rules": [
+          {
+            "record": "engine:vllm_num_requests_waiting:deriv" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, instance, model_name, engine) (deriv(vllm:num_requests_waiting{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))",
+          },
+        ],
+      },
+      {
+        "name": "infersight-kv-cache-patient.rules",
+        "interval": "1s",
         "rules": [
           {
             "record": "model:vllm_kv_cache_usage:p50",
@@ -105,10 +121,6 @@ local f = import 'lib/format.libsonnet';
           {
             "record": "engine:vllm_kv_cache_usage:stddev10m",
             "expr": "max by (job, instance, model_name, engine) ((stddev_over_time(vllm:kv_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + "}[10s]) or stddev_over_time(vllm:gpu_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + "}[10s])))",
-          },
-          {
-            "record": "engine:vllm_num_requests_waiting:deriv" + f.duration($._config["intervals.rate"]),
-            "expr": "sum by (job, instance, model_name, engine) (deriv(vllm:num_requests_waiting{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))",
           },
           {
             "record": "instance:vllm_request_num_preemptions:mean_rate" + f.duration($._config["intervals.rate"]),
@@ -373,16 +385,30 @@ local f = import 'lib/format.libsonnet';
         "interval": "500ms",
         "rules": [
           {
-            "record": "model:vllm_request_success:rate" + f.duration($._config["intervals.rate"]),
-            "expr": "sum by (job, model_name, finished_reason) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))",
-          },
-          {
             "record": "instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]),
             "expr": "sum by (job, instance, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))",
           },
           {
             "record": "model:vllm_requests:rate" + f.duration($._config["intervals.rate"]),
             "expr": "sum by (job, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + ")",
+          },
+          {
+            "record": "instance:vllm_num_requests_running:sum",
+            "expr": "sum by (job, instance, model_name) (vllm:num_requests_running{" + f.matchers($._config["selectors.vllm"]) + "})",
+          },
+          {
+            "record": "instance:vllm_num_requests_waiting:sum",
+            "expr": "sum by (job, instance, model_name) (vllm:num_requests_waiting{" + f.matchers($._config["selectors.vllm"]) + "})",
+          },
+        ],
+      },
+      {
+        "name": "infersight-serving-patient.rules",
+        "interval": "1s",
+        "rules": [
+          {
+            "record": "model:vllm_request_success:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, model_name, finished_reason) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))",
           },
           {
             "record": "instance:vllm_request_errors:ratio_rate" + f.duration($._config["intervals.rate"]),
@@ -407,14 +433,6 @@ local f = import 'lib/format.libsonnet';
           {
             "record": "instance:vllm_num_preemptions:rate" + f.duration($._config["intervals.rate"]),
             "expr": "sum by (job, instance, model_name) (rate(vllm:num_preemptions_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))",
-          },
-          {
-            "record": "instance:vllm_num_requests_running:sum",
-            "expr": "sum by (job, instance, model_name) (vllm:num_requests_running{" + f.matchers($._config["selectors.vllm"]) + "})",
-          },
-          {
-            "record": "instance:vllm_num_requests_waiting:sum",
-            "expr": "sum by (job, instance, model_name) (vllm:num_requests_waiting{" + f.matchers($._config["selectors.vllm"]) + "})",
           },
           {
             "record": "engine:vllm_kv_cache_usage:ratio",
@@ -566,6 +584,12 @@ local f = import 'lib/format.libsonnet';
               "slo": "availability",
             },
           },
+        ],
+      },
+      {
+        "name": "infersight-serving-slo-availability-patient.rules",
+        "interval": "1s",
+        "rules": [
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.period"]),
             "expr": "avg_over_time(model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"availability\"}[12h])",
@@ -649,6 +673,12 @@ local f = import 'lib/format.libsonnet';
               "slo": "ttft",
             },
           },
+        ],
+      },
+      {
+        "name": "infersight-serving-slo-ttft-patient.rules",
+        "interval": "1s",
+        "rules": [
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.period"]),
             "expr": "avg_over_time(model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"ttft\"}[12h])",
@@ -732,6 +762,12 @@ local f = import 'lib/format.libsonnet';
               "slo": "itl",
             },
           },
+        ],
+      },
+      {
+        "name": "infersight-serving-slo-itl-patient.rules",
+        "interval": "1s",
+        "rules": [
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.period"]),
             "expr": "avg_over_time(model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.burn_windows.0.short"]) + "{slo=\"itl\"}[12h])",
