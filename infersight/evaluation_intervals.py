@@ -31,9 +31,12 @@ def is_prompt(cfg: Config, alert: Alert) -> bool:
 
 
 def read_by_prompt_alerts(cfg: Config, recording: Iterable[RuleGroup], alerts: Iterable[Alert]) -> frozenset[str]:
-    """Every recording a prompt alert reads, directly or through other recordings."""
+    """Every recording a prompt alert or an outside reader's group (an autoscaler's) reads,
+    directly or through other recordings."""
+    recording = list(recording)
     exprs = {r.record: r.expr for g in recording for r in g.rules if isinstance(r, RecordingRule)}
     todo = [a.expr for a in alerts if is_prompt(cfg, a)]
+    todo += [r.expr for g in recording if g.read_outside for r in g.rules]
     read: set[str] = set()
     while todo:
         for name in metric_names(todo.pop()):
@@ -58,6 +61,8 @@ def relax(
     read an earlier rule of its old group sees that rule's previous evaluation, one interval old."""
     fast = cfg.scaled(cfg.intervals.evaluation)
     slow = cfg.scaled(cfg.intervals.dashboard_evaluation)
+    if slow <= fast:
+        return list(groups)  # nothing to gain, and a split would only reorder
     prompt = read_by_prompt_alerts(cfg, every_recording, alerts)
     out: list[RuleGroup] = []
     for g in groups:

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from infersight import bundle
+from infersight import bundle, evaluation_intervals
 from infersight.config import Config, ConfigError, parse_config
 from infersight.durations import Duration
 from infersight.packs import PACKS, RULE_KINDS
-from infersight.rules import Alert, RecordingRule
+from infersight.rules import Alert, RecordingRule, RuleGroup
 from infersight.stack.observed import validation_profile
 
 
@@ -37,10 +37,15 @@ def test_a_mixed_group_keeps_its_prompt_rules_and_the_rest_moves_to_a_patient_gr
     assert intervals["infersight-serving-patient.rules"] == "1m"
     # Alerts stay every 30 s, the patient ones too.
     assert all(interval in ("30s", "2m") for name, interval in intervals.items() if name.endswith(".alerts"))
-    # Nothing is lost or doubled: the same rules as the packs build, in their order within each part.
-    built = [r for p in PACKS for kind in RULE_KINDS if (b := p.groups(kind)) for g in b(Config()) for r in g.rules]
-    relaxed = [r for g in bundle.build(Config()).groups() for r in g.rules]
-    assert sorted(map(repr, relaxed)) == sorted(map(repr, built)) and any(isinstance(r, Alert) for r in built)
+    # Nothing is lost or doubled: the same rules as the packs build, and each part keeps their order.
+    built = {g.name: list(g.rules) for p in PACKS for kind in RULE_KINDS if (b := p.groups(kind)) for g in b(Config())}
+    relaxed = bundle.build(Config()).groups()
+    every = [r for rules in built.values() for r in rules]
+    assert sorted(repr(r) for g in relaxed for r in g.rules) == sorted(map(repr, every))
+    assert any(isinstance(r, Alert) for r in every)
+    for g in relaxed:
+        original = built[g.name.replace("-patient.", ".")]
+        assert list(g.rules) == [r for r in original if r in g.rules], g.name
 
 
 def test_dashboard_only_histograms_move_and_what_prompt_alerts_read_stays() -> None:
@@ -76,10 +81,31 @@ def test_time_scaling_keeps_the_split() -> None:
 
 @pytest.mark.parametrize(
     ("value", "says"),
-    [("20s", "must not be shorter than evaluation"), ("2m", "a tenth of the shortest for:")],
+    [
+        ("20s", "must not be shorter than evaluation (30s); set it to 30s or more"),
+        ("2m", "a tenth of the shortest for:"),
+    ],
 )
 def test_the_dashboard_interval_is_checked(value: str, says: str) -> None:
     with pytest.raises(ConfigError) as info:
         parse_config({"intervals": {"dashboard_evaluation": value}})
     assert says in str(info.value) and "dashboard_evaluation" in str(info.value)
     assert Config().intervals.dashboard_evaluation == Duration.parse("1m")
+
+
+def test_nothing_moves_or_splits_when_the_dashboard_interval_is_the_evaluation_interval() -> None:
+    # As infersight up and validate run (both once a minute), and as a user may set it.
+    same = parse_config({"intervals": {"evaluation": "2m", "dashboard_evaluation": "2m"}})
+    intervals = _intervals(same)
+    assert not any(name.endswith("-patient.rules") for name in intervals)
+    assert intervals["infersight-serving-itl.rules"] == intervals["infersight-serving.rules"] == "2m"
+
+
+def test_what_an_autoscaler_reads_through_another_recording_stays_prompt() -> None:
+    fast, slow = Duration.parse("30s"), Duration.parse("1m")
+    source = RuleGroup("infersight-x.rules", fast, (RecordingRule("model:x:rate5m", "sum(rate(x[5m]))"),))
+    scaler = RuleGroup("infersight-y.rules", fast, (RecordingRule("model:y:ratio", "model:x:rate5m / 2"),), True)
+    moved = evaluation_intervals.relax(Config(), [source, scaler], [source, scaler], [])
+    assert [str(g.interval) for g in moved] == ["30s", "30s"]
+    alone = RuleGroup("infersight-x.rules", fast, source.rules)
+    assert evaluation_intervals.relax(Config(), [alone], [alone], [])[0].interval == slow

@@ -54,7 +54,7 @@ class Intervals(Strict):
     # Alerts that read windows of 10 m or more and wait 10 m or more (GPU coverage, throttling, leak,
     # predicted OOM) gain nothing from a 30 s evaluation, and at fleet size they cost the most.
     slow_evaluation: Duration = Duration.parse("2m")
-    # Recordings that only dashboards and slow alerts (for: of 10 intervals or more) read
+    # Recordings that only dashboards and alerts with a for: of 10 m or more read
     # (infersight/evaluation_intervals.py): a 5 m rate drawn every minute loses nothing.
     dashboard_evaluation: Duration = Duration.parse("1m")
     rate: Duration = Duration.parse("5m")  # window of the golden-signal recording rules
@@ -67,11 +67,15 @@ class Intervals(Strict):
             raise ValueError("scrape and evaluation intervals must be positive")
         for name in ("slow_evaluation", "dashboard_evaluation"):
             if getattr(self, name) < self.evaluation:
-                raise ValueError(f"{name}: {getattr(self, name)} must not be shorter than evaluation")
-        if self.dashboard_evaluation > DASHBOARD_EVALUATION_MAX:
+                raise ValueError(
+                    f"{name}: {getattr(self, name)} must not be shorter than evaluation ({self.evaluation}); "
+                    f"set it to {self.evaluation} or more"
+                )
+        # Equal to evaluation moves nothing, so an evaluation over the cap stays allowed.
+        if self.dashboard_evaluation > max(self.evaluation, DASHBOARD_EVALUATION_MAX):
             raise ValueError(
-                f"dashboard_evaluation: {self.dashboard_evaluation} is over {DASHBOARD_EVALUATION_MAX}, a tenth of "
-                "the shortest for: of an alert that reads those recordings (10m)"
+                f"dashboard_evaluation: {self.dashboard_evaluation} is over {DASHBOARD_EVALUATION_MAX} (a tenth of "
+                "the shortest for: of an alert that reads those recordings, 10m) and over evaluation"
             )
         return self
 

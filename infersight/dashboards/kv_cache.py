@@ -277,7 +277,8 @@ def _configuration(cfg: Config) -> Section:
             timeseries(
                 "Engines by sleep state",
                 "Engines per model in each sleep state (vllm:engine_sleep_state): awake, weights offloaded or "
-                "everything discarded. A sleeping engine serves nothing until it is woken.",
+                "everything discarded. A sleeping engine serves nothing until it is woken. Per model: the instance "
+                "filter does not apply.",
                 "short",
                 [
                     Query(

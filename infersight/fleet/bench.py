@@ -157,8 +157,13 @@ def run(
         # would take CPU from the rule evaluation being measured.
         with FleetStack(workdir / "baseline", cfg, {}, servers, models) as bare:
             progress(f"baseline: the same fleet scraped by a Prometheus without rules at {bare.api.url}")
+            # Read the (empty) rules API as often as in the measured run: its own cost cancels out.
             report.baseline_cpu_use = _wait_measuring_cpu(
-                wait_s, "baseline: scraping for as long", progress, bare.pids()
+                wait_s,
+                "baseline: scraping for as long",
+                progress,
+                bare.pids(),
+                lambda: measure.RuleTimes().sample(bare.api),
             )
             own = measure.self_metrics(bare.api, ("prometheus_tsdb_head_series",))
             report.baseline_head_series = own["prometheus_tsdb_head_series"]

@@ -3741,7 +3741,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Engines per model in each sleep state (vllm:engine_sleep_state): awake, weights offloaded or everything discarded. A sleeping engine serves nothing until it is woken.",
+          "description": "Engines per model in each sleep state (vllm:engine_sleep_state): awake, weights offloaded or everything discarded. A sleeping engine serves nothing until it is woken. Per model: the instance filter does not apply.",
           "fieldConfig": {
             "defaults": {
               "custom": {
