@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 import urllib.parse
 import urllib.request
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -109,20 +110,15 @@ class RuleTimes:
         for name, (g, seen) in self._groups.items():
             times = sorted(seen.values()) or [0.0]
             cost = GroupCost(
-                g["file"], name, len(g["rules"]), float(g["interval"]), _median(times), times[-1], len(seen)
+                g["file"], name, len(g["rules"]), float(g["interval"]), statistics.median(times), times[-1], len(seen)
             )
             costs.append(cost)
         return costs
 
     def slowest_rules(self, count: int) -> list[RuleCost]:
         """The ``count`` rules with the longest median evaluation: where the groups' time goes."""
-        costs = [RuleCost(group, rule, _median(sorted(t.values()))) for (group, rule), t in self._rules.items()]
+        costs = [RuleCost(group, rule, statistics.median(t.values())) for (group, rule), t in self._rules.items()]
         return sorted(costs, key=lambda c: -c.seconds)[:count]
-
-
-def _median(ordered: Sequence[float]) -> float:
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
 def unhealthy_rules(api: PrometheusAPI) -> list[str]:
