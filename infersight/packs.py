@@ -33,6 +33,7 @@ from infersight.dashboards import spec_decode as spec_decode_dashboards
 from infersight.recording_rules import autoscaling as autoscaling_rules
 from infersight.recording_rules import gpu as gpu_rules
 from infersight.recording_rules import kv_cache as kv_cache_rules
+from infersight.recording_rules import kv_connectors as kv_connectors_rules
 from infersight.recording_rules import moe as moe_rules
 from infersight.recording_rules import serving as serving_rules
 from infersight.recording_rules import spec_decode as spec_decode_rules
@@ -93,6 +94,8 @@ _VLLM_SERVING = frozenset(
         "vllm:estimated_write_bytes_per_gpu_total",
         "http_requests_total",
         "http_request_duration_seconds",
+        requests_dashboards.PREFILL_COMPUTED_TOKENS,
+        *requests_dashboards.OPERATIONS,
         "process_cpu_seconds_total",
         "process_max_fds",
         "process_open_fds",
@@ -100,6 +103,24 @@ _VLLM_SERVING = frozenset(
         "process_start_time_seconds",
         "up",
         *(stage_histogram(stage) for stage, _ in STAGES),
+    }
+)
+
+# What the KV cache pack reads of the KV connectors' families (recording_rules.kv_connectors and the
+# raw gauges its dashboard rows read).
+_KV_CONNECTOR_READS = frozenset(
+    {
+        *(metric for metric, _ in kv_connectors_rules.TRANSFER_RATES.values()),
+        *(metric for metric, _, _ in kv_connectors_rules.NIXL_HISTOGRAMS),
+        *(metric for metric, _ in kv_connectors_rules.LOOKUP_HISTOGRAMS),
+        *(metric for pair in kv_connectors_rules.CACHES.values() for metric in pair),
+        kv_connectors_rules.SAVE_OUTCOMES,
+        kv_connectors_rules.KV_FETCH_BY_STAGE,
+        "vllm:kv_offload_cpu_cache_usage_perc",
+        "vllm:kv_offload_cpu_cache_write_usage_perc",
+        "vllm:kv_offload_cpu_cache_read_usage_perc",
+        "vllm:simple_kv_offload_used_blocks",
+        "vllm:simple_kv_offload_pending_store_blocks",
     }
 )
 
@@ -124,12 +145,7 @@ PACKS: tuple[Pack, ...] = (
                 "vllm:kv_block_idle_before_evict_seconds",
                 "vllm:kv_block_lifetime_seconds",
                 "vllm:kv_block_reuse_gap_seconds",
-                "vllm:kv_offload_allocation_failure_total",
-                "vllm:kv_offload_cpu_cache_usage_perc",
-                "vllm:kv_offload_load_bytes_total",
-                "vllm:kv_offload_store_bytes_total",
-                "vllm:nixl_num_failed_transfers_total",
-                "vllm:nixl_xfer_time_seconds",
+                *_KV_CONNECTOR_READS,
                 "vllm:prompt_tokens_by_source_total",
                 "vllm:prompt_tokens_cached_by_source_total",
                 "vllm:prompt_tokens_cached_total",

@@ -1,11 +1,13 @@
 """Capture a real vLLM scrape with every optional metric family on (speculative decoding, LoRA,
-KV block residency, MFU) into tests/data/, and the list of its families into tests/data/reference/.
+KV block residency, MFU, a KV connector, sleep-mode and weight-update operations) into
+tests/data/, and the list of its families into tests/data/reference/.
 
     .venv/bin/python scripts/capture_vllm_features.py
 
-Starts the tiny dense model with ``feature_args`` on loopback, sends a bounded batch of requests
-to the base model and to its LoRA adapter (prompts that repeat, so n-gram drafts can be
-accepted), scrapes /metrics and stops the server. The files are written whole
+Starts the tiny dense model with ``feature_args`` on loopback, runs the development operations
+once (``run_feature_operations``), sends a bounded batch of requests to the base model and to its
+LoRA adapter (prompts that repeat, so n-gram drafts can be accepted), scrapes /metrics and stops
+the server. The files are written whole
 (infersight.output.write_atomic). Rerun after a vLLM upgrade and review the diff."""
 
 from __future__ import annotations
@@ -20,7 +22,14 @@ from prometheus_client.parser import text_string_to_metric_families
 from infersight.output import write_atomic
 from infersight.stack.process import http_get
 from infersight.stack.tiny_models import SERVED_NAMES, ensure_tiny_lora, ensure_tiny_model
-from infersight.stack.vllm_server import FEATURE_CACHE_ARGS, TINY_LORA_NAME, VLLMServer, feature_args
+from infersight.stack.vllm_server import (
+    FEATURE_CACHE_ARGS,
+    FEATURE_ENV,
+    TINY_LORA_NAME,
+    VLLMServer,
+    feature_args,
+    run_feature_operations,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 SCRAPE = REPO / "tests" / "data" / "vllm-0.32.0-features-scrape.txt"
@@ -33,8 +42,12 @@ def main() -> int:
 
     model = SERVED_NAMES["dense"]
     with tempfile.TemporaryDirectory() as work:
-        args = (*feature_args(ensure_tiny_lora()), *FEATURE_CACHE_ARGS)
-        with VLLMServer(ensure_tiny_model("dense"), model, Path(work), extra_args=args) as server:
+        args = (*feature_args(ensure_tiny_lora(), Path(work) / "kv-store"), *FEATURE_CACHE_ARGS)
+        with VLLMServer(ensure_tiny_model("dense"), model, Path(work), extra_args=args, env=FEATURE_ENV) as server:
+            wrong = run_feature_operations(server.url)
+            if wrong:
+                print("; ".join(wrong))
+                return 1
             prompts = [("the river and the mountain " * (2 + i % 6)).strip() for i in range(48)]
             jobs = [(TINY_LORA_NAME if i % 3 == 0 else model, p) for i, p in enumerate(prompts)]
             with ThreadPoolExecutor(6) as pool:

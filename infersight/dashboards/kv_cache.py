@@ -8,8 +8,10 @@ from typing import Any
 
 from infersight import conventions, promql
 from infersight.config import Config
+from infersight.dashboards import kv_connectors
 from infersight.dashboards.common import Column, Query, Section, filters, render, table, timeseries
 from infersight.recording_rules import kv_cache as kv_cache_rules
+from infersight.recording_rules import kv_connectors as kv_connectors_rules
 from infersight.recording_rules import serving as serving_rules
 
 FILE = "vllm-kv-cache.json"
@@ -86,7 +88,8 @@ def _prefix(cfg: Config) -> Section:
                 "Prefix-cache hit ratio",
                 f"Hit tokens over queried tokens, from rates over {cfg.intervals.rate}, per server and per "
                 "model, against the baseline the collapse alert compares with: the server's ratio over "
-                f"{a.baseline_window} ending {a.baseline_offset} ago.",
+                f"{a.baseline_window} ending {a.baseline_offset} ago. A KV connector's external prefix cache "
+                "has its own panel in the KV connector row.",
                 "percentunit",
                 [
                     Query(promql.recorded(kv_cache_rules.prefix_hit_ratio(cfg.intervals.rate), INSTANCE_FILTERS), _WHO),
@@ -112,6 +115,21 @@ def _prefix(cfg: Config) -> Section:
                 ],
             ),
             timeseries(
+                "Multimodal cache hit ratio",
+                f"Multimodal items (images, audio) found in the input cache over those looked up, per model over "
+                f"{cfg.intervals.rate}: a hit skips the item's preprocessing.",
+                "percentunit",
+                [
+                    Query(
+                        promql.recorded(kv_connectors_rules.cache_hit_ratio(cfg, "mm_cache"), MODEL_FILTERS),
+                        "{{model_name}}",
+                    )
+                ],
+                width=6,
+                max_val=1,
+                no_value="No multimodal lookups here: a multimodal model fills this",
+            ),
+            timeseries(
                 "Prompt tokens that skipped prefill",
                 "Share of prompt tokens whose KV was cached locally or loaded through a KV connector "
                 "(vllm:prompt_tokens_cached over vllm:prompt_tokens). The hit ratio above counts local "
@@ -123,7 +141,7 @@ def _prefix(cfg: Config) -> Section:
                         "{{model_name}}",
                     )
                 ],
-                width=8,
+                width=6,
                 max_val=1,
             ),
             timeseries(
@@ -137,7 +155,7 @@ def _prefix(cfg: Config) -> Section:
                         "{{source}} {{model_name}}",
                     )
                 ],
-                width=8,
+                width=6,
                 stacked=True,
             ),
             timeseries(
@@ -151,7 +169,7 @@ def _prefix(cfg: Config) -> Section:
                         "{{source}} {{model_name}}",
                     )
                 ],
-                width=8,
+                width=6,
                 stacked=True,
             ),
         ],
@@ -181,70 +199,6 @@ def _residency(cfg: Config) -> Section:
                 ),
                 strict=True,
             )
-        ],
-    )
-
-
-def _transfer(cfg: Config) -> Section:
-    off = (
-        "No KV connector here: these series need --kv-transfer-config with NixlConnector (disaggregated "
-        "prefill) or OffloadingConnector (KV offload to CPU)"
-    )
-
-    def rate(kind: str) -> str:
-        return promql.recorded(kv_cache_rules.transfer_rate(cfg, kind), MODEL_FILTERS)
-
-    nixl = kv_cache_rules.NIXL_XFER_TIME
-    return Section(
-        "KV transfer and offload",
-        [
-            timeseries(
-                "KV offload traffic",
-                "Bytes per second per model stored to the offload tier and loaded back from it. Loads are "
-                "prefills saved; stores without later loads only cost bandwidth.",
-                "Bps",
-                [
-                    Query(rate("offload_store_bytes"), "store {{model_name}}"),
-                    Query(rate("offload_load_bytes"), "load {{model_name}}"),
-                ],
-                width=8,
-                no_value=off,
-            ),
-            timeseries(
-                "CPU offload cache usage",
-                "Fullest engine of each server: a full offload cache turns stores into allocation failures.",
-                "percentunit",
-                # Raw: a gauge per engine costs the same read as a per-server recording would.
-                [
-                    Query(
-                        promql.agg("max", conventions.INSTANCE, _raw(cfg, "vllm:kv_offload_cpu_cache_usage_perc")), _WHO
-                    )
-                ],
-                width=8,
-                max_val=1,
-                no_value=off,
-            ),
-            timeseries(
-                "NIXL transfer time",
-                f"Time of one KV transfer, p50 and p95 per model over {cfg.intervals.rate}: slow transfers "
-                "stall decode on the receiving side.",
-                "s",
-                _model_quantiles(cfg, nixl, kv_cache_rules.RESIDENCY_QUANTILES),
-                width=8,
-                no_value=off,
-            ),
-            timeseries(
-                "KV connector failures",
-                "Per model and second: NIXL transfers that failed (handshakes and notifications included) "
-                "and offload stores that found the offload cache full.",
-                "short",
-                [
-                    Query(rate("nixl_failed_transfers"), "NIXL failed {{model_name}}"),
-                    Query(rate("offload_allocation_failures"), "offload allocation failed {{model_name}}"),
-                ],
-                width=24,
-                no_value=off,
-            ),
         ],
     )
 
@@ -424,7 +378,7 @@ def dashboards(cfg: Config) -> dict[str, dict[str, Any]]:
             _usage(cfg),
             _prefix(cfg),
             _residency(cfg),
-            _transfer(cfg),
+            *kv_connectors.sections(cfg),
             _preemptions(cfg),
             _queue(cfg),
             _phases(cfg),

@@ -10,13 +10,15 @@ where a query costs only while someone looks. The overview stays on recorded ser
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from grafana_foundation_sdk.builders.heatmap import Panel as HeatmapPanel
+from grafana_foundation_sdk.builders.table import Panel as TablePanel
 
 from infersight import conventions, promql
 from infersight.config import Config
-from infersight.dashboards.common import Query, Section, filters, heatmap, render, timeseries
+from infersight.dashboards.common import Column, Query, Section, filters, heatmap, render, table, timeseries
 from infersight.recording_rules import serving as serving_rules
 from infersight.traces.attributes import STAGES, stage_histogram
 
@@ -29,6 +31,9 @@ PROMPT_TOKENS = "vllm:request_prompt_tokens"
 OUTPUT_TOKENS = "vllm:request_generation_tokens"
 TPOT = "vllm:request_time_per_output_token_seconds"
 E2E = "vllm:e2e_request_latency_seconds"
+PREFILL_COMPUTED_TOKENS = "vllm:request_prefill_kv_computed_tokens"
+# The API server's operation histograms (label operation): sleep mode, and RL weight updates.
+OPERATIONS = ("vllm:sleep_mode_operation_duration_seconds", "vllm:rl_weight_update_operation_duration_seconds")
 HTTP_DURATION = "http_request_duration_seconds"
 STAGES_OFF = (
     "No span metrics here: they come from infersight's collector config (deploy/otelcol/config.yaml) "
@@ -46,6 +51,39 @@ def _raw_quantiles(cfg: Config, metric: str, by: tuple[str, ...], quantiles: tup
     rates = _raw_bucket_rates(cfg, metric)
     who = " @ ".join("{{" + label + "}}" for label in by if label != "job")
     return [Query(promql.quantile_from_buckets(qv, by, rates), f"p{round(qv * 100)} {who}") for qv in quantiles]
+
+
+def _raw_mean(cfg: Config, metric: str, by: tuple[str, ...]) -> str:
+    """A raw histogram's mean per group over the selected servers, where it was observed."""
+    sel = [*cfg.selectors.vllm, *INSTANCE_FILTERS]
+
+    def summed(suffix: str) -> str:
+        return promql.sum_by(by, promql.rate(metric, "$__rate_interval", sel, suffix))
+
+    return f"{summed('_sum')}\n/\n({summed('_count')} > 0)"
+
+
+def _tpot_cohorts(cfg: Config) -> tuple[serving_rules.Cohort, ...]:
+    """The ITL SLO's models and thresholds (its per-model overrides apply), even while it is off."""
+    for spec in serving_rules.slo_specs(cfg):
+        if spec.name == "itl":
+            return spec.cohorts
+    return (serving_rules.Cohort(None, cfg.slo.itl.objective, cfg.slo.itl.threshold_seconds),)
+
+
+def tpot_attainment(cfg: Config) -> str:
+    """Per model, the share of requests whose time per output token was at most the ITL threshold
+    (a bucket bound of both histograms: vLLM gives them the same buckets)."""
+    by = ("job", "model_name")
+    parts = []
+    for cohort in _tpot_cohorts(cfg):
+        assert cohort.threshold is not None
+        sel = [*cfg.selectors.vllm, *INSTANCE_FILTERS, *([cohort.matcher] if cohort.matcher else [])]
+        le = promql.label_matcher("le", "=~", promql.le_value(cohort.threshold))
+        good = promql.sum_by(by, promql.rate(TPOT, "$__rate_interval", [*sel, le], "_bucket"))
+        total = promql.sum_by(by, promql.rate(TPOT, "$__rate_interval", sel, "_count"))
+        parts.append(f"({good}\n/\n({total} > 0))")
+    return "\nor\n".join(parts)
 
 
 def _distributions(cfg: Config) -> Section:
@@ -111,11 +149,33 @@ def _shape(cfg: Config) -> Section:
                 width=8,
             ),
             timeseries(
+                "TPOT within the ITL threshold",
+                "Share of requests per model whose time per output token was at most the ITL SLO's threshold "
+                f"({cfg.slo.itl.threshold_seconds:g} s; per-model overrides apply): vLLM's TPOT SLO panel, at "
+                "infersight's threshold. It counts requests; the overview's ITL attainment counts tokens, so a "
+                f"model can meet one and miss the other. {_RAW}",
+                "percentunit",
+                [Query(tpot_attainment(cfg), "{{model_name}}")],
+                width=8,
+                max_val=1,
+            ),
+            timeseries(
+                "Prompt and computed tokens per request",
+                "Mean prompt tokens per request per model, and how many of them were computed in prefill: the "
+                f"rest were found in the prefix cache or loaded by a KV connector. {_RAW}",
+                "short",
+                [
+                    Query(_raw_mean(cfg, PROMPT_TOKENS, model), "prompt {{model_name}}"),
+                    Query(_raw_mean(cfg, PREFILL_COMPUTED_TOKENS, model), "computed {{model_name}}"),
+                ],
+                width=8,
+            ),
+            timeseries(
                 "E2E latency p95 by instance",
                 f"End-to-end request latency p95 per server: which replica a model's slow requests come from. {_RAW}",
                 "s",
                 _raw_quantiles(cfg, E2E, conventions.INSTANCE, (0.95,)),
-                width=24,
+                width=8,
             ),
         ],
     )
@@ -146,7 +206,39 @@ def _endpoints(cfg: Config) -> Section:
                 "s",
                 [Query(promql.ratio(summed("_sum"), summed("_count")), "{{handler}}")],
             ),
+            _operations(cfg, servers),
         ],
+    )
+
+
+def _operations(cfg: Config, servers: list[str]) -> TablePanel:
+    """Sleep mode and RL weight-update calls per server and operation, since each server started:
+    the cumulative histograms at the instant (their operations do not overlap, so ``or`` joins them)."""
+    key = ("instance", "operation")
+
+    def either(expr: Callable[[str], str]) -> str:
+        return "\nor\n".join(f"({expr(metric)})" for metric in OPERATIONS)
+
+    def series(metric: str, suffix: str) -> str:
+        return promql.sum_by(key, promql.series(metric, servers, suffix))
+
+    return table(
+        "Sleep mode and weight update operations",
+        "Per server since it started: sleep, wake and KV-cache release calls of the sleep mode API, and the "
+        "steps of RL weight updates (start, update, finish), failed ones included. Rows appear once an "
+        f"operation has run. {_RAW}",
+        key,
+        [
+            Column(either(lambda m: series(m, "_count")), "Count", "none"),
+            Column(either(lambda m: f"{series(m, '_sum')}\n/\n({series(m, '_count')} > 0)"), "Mean", "s"),
+            Column(
+                either(lambda m: promql.quantile_from_buckets(0.99, key, promql.series(m, servers, "_bucket"))),
+                "p99",
+                "s",
+            ),
+        ],
+        height=6,
+        no_value="No sleep-mode or weight-update call since the selected servers started",
     )
 
 

@@ -12,6 +12,7 @@ from infersight import conventions, promql
 from infersight.config import Config
 from infersight.conventions import ENGINE, INSTANCE, MODEL, QUANTILES
 from infersight.durations import Duration
+from infersight.recording_rules import kv_connectors
 from infersight.recording_rules import serving as serving_rules
 from infersight.recording_rules.histograms import quantile_rules
 from infersight.recording_rules.ratios import counter_ratio, positive
@@ -45,14 +46,6 @@ RESIDENCY_HISTOGRAMS = (
     ("vllm:kv_block_reuse_gap_seconds", "Reuse gap"),
 )
 RESIDENCY_QUANTILES = (0.5, 0.95)
-# KV connectors (--kv-transfer-config): NIXL transfers and offload traffic, per model.
-NIXL_XFER_TIME = "vllm:nixl_xfer_time_seconds"
-TRANSFER_RATES = {
-    "offload_load_bytes": "vllm:kv_offload_load_bytes_total",
-    "offload_store_bytes": "vllm:kv_offload_store_bytes_total",
-    "offload_allocation_failures": "vllm:kv_offload_allocation_failure_total",
-    "nixl_failed_transfers": "vllm:nixl_num_failed_transfers_total",
-}
 
 
 # Per-engine views: the alerts' usage average and preemption rate are PromQL over the raw series
@@ -247,21 +240,6 @@ def _cached_prompt_rules(cfg: Config) -> list[RecordingRule]:
     return rules
 
 
-def transfer_rate(cfg: Config, kind: str) -> str:
-    """Per model and second: one of TRANSFER_RATES."""
-    return conventions.record_name("model", f"vllm:kv_{kind}", conventions.op_rate(cfg))
-
-
-def _transfer_rules(cfg: Config) -> list[RecordingRule]:
-    """What a KV connector moves, per model; none of these series exist without one."""
-    sel, w = cfg.selectors.vllm, cfg.scaled(cfg.intervals.rate)
-    rules = [
-        RecordingRule(transfer_rate(cfg, kind), promql.sum_by(MODEL, promql.rate(metric, w, sel)))
-        for kind, metric in TRANSFER_RATES.items()
-    ]
-    return rules + quantile_rules(cfg, NIXL_XFER_TIME, RESIDENCY_QUANTILES)
-
-
 def _phase_group_name(metric: str) -> str:
     """vllm:request_queue_time_seconds -> infersight-kv-cache-queue-time"""
     phase = metric.removeprefix("vllm:request_").removesuffix("_seconds").replace("_", "-")
@@ -279,7 +257,7 @@ def groups(cfg: Config) -> list[RuleGroup]:
     out += conventions.split_groups("infersight-kv-cache-prompt-sources", interval, _cached_prompt_rules(cfg))
     residency = [r for metric, _ in RESIDENCY_HISTOGRAMS for r in quantile_rules(cfg, metric, RESIDENCY_QUANTILES)]
     out += conventions.split_groups("infersight-kv-cache-residency", interval, residency)
-    out += conventions.split_groups("infersight-kv-cache-transfer", interval, _transfer_rules(cfg))
+    out += conventions.split_groups("infersight-kv-cache-transfer", interval, kv_connectors.rules(cfg))
     out += conventions.split_groups(
         "infersight-kv-cache-batch", interval, quantile_rules(cfg, BATCH_TOKENS, BATCH_QUANTILES)
     )

@@ -23,9 +23,18 @@ class ServiceError(RuntimeError):
 
 def http_get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
     """GET a loopback URL without proxies; (status, body), status 0 when unreachable."""
+    return _http(urllib.request.Request(url), timeout)
+
+
+def http_post(url: str, timeout: float = 30.0) -> tuple[int, bytes]:
+    """POST an empty body to a loopback URL without proxies; as :func:`http_get`."""
+    return _http(urllib.request.Request(url, data=b"", method="POST"), timeout)
+
+
+def _http(request: urllib.request.Request, timeout: float) -> tuple[int, bytes]:
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
-        with opener.open(url, timeout=timeout) as resp:
+        with opener.open(request, timeout=timeout) as resp:
             return int(resp.status), resp.read()
     except urllib.error.HTTPError as exc:
         return int(exc.code), exc.read()

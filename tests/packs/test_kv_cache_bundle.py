@@ -66,7 +66,14 @@ def test_dashboard_validates_and_reads_no_raw_series_over_a_range() -> None:
     }
     assert ranged == {}
     instant_raw = {n for _, expr in queries for n in metric_names(substitute(expr)) - recorded}
-    assert instant_raw == {"vllm:kv_offload_cpu_cache_usage_perc", "vllm:cache_config_info"}
+    assert instant_raw == {
+        "vllm:cache_config_info",
+        "vllm:kv_offload_cpu_cache_usage_perc",
+        "vllm:kv_offload_cpu_cache_write_usage_perc",
+        "vllm:kv_offload_cpu_cache_read_usage_perc",
+        "vllm:simple_kv_offload_used_blocks",
+        "vllm:simple_kv_offload_pending_store_blocks",
+    }
     assert all(catalog.CATALOG[n].type is catalog.MetricType.GAUGE for n in instant_raw)
     assert [v["name"] for v in BOARD["templating"]["list"]] == ["datasource", "job", "model_name", "instance", "engine"]
 

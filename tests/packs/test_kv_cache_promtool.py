@@ -12,10 +12,16 @@ from infersight.config import parse_config
 from tests.promtool_runner import promtool_test
 
 TEST_FILE = Path(__file__).parent / "promtool" / "kv_cache.test.yaml"
+CONNECTORS_TEST_FILE = Path(__file__).parent / "promtool" / "kv_connectors.test.yaml"
 
 
 def test_kv_cache_alerts_pass_promtool_unit_tests(tmp_path: Path) -> None:
     result = promtool_test(TEST_FILE, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_kv_connector_recordings_pass_promtool_unit_tests(tmp_path: Path) -> None:
+    result = promtool_test(CONNECTORS_TEST_FILE, tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
 
 

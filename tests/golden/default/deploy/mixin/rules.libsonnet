@@ -225,7 +225,7 @@ local f = import 'lib/format.libsonnet';
         ],
       },
       {
-        "name": "infersight-kv-cache-transfer.rules",
+        "name": "infersight-kv-cache-transfer-1.rules",
         "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
@@ -237,13 +237,83 @@ local f = import 'lib/format.libsonnet';
             "expr": "sum by (job, model_name) (rate(vllm:kv_offload_store_bytes_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
           },
           {
+            "record": "model:vllm_kv_offload_load_seconds:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, model_name) (rate(vllm:kv_offload_load_time_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+          {
+            "record": "model:vllm_kv_offload_store_seconds:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, model_name) (rate(vllm:kv_offload_store_time_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+          {
+            "record": "model:vllm_kv_offload_loads:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, model_name) (rate(vllm:kv_offload_load_size_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+          {
+            "record": "model:vllm_kv_offload_stores:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, model_name) (rate(vllm:kv_offload_store_size_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+          {
             "record": "model:vllm_kv_offload_allocation_failures:rate" + f.duration($._config["intervals.rate"]),
             "expr": "sum by (job, model_name) (rate(vllm:kv_offload_allocation_failure_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+          {
+            "record": "model:vllm_kv_offload_stores_skipped:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, model_name) (rate(vllm:kv_offload_stores_skipped_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+          {
+            "record": "model:vllm_kv_simple_offload_loaded_blocks:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, model_name) (rate(vllm:simple_kv_offload_load_blocks_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+          {
+            "record": "model:vllm_kv_nixl_bytes:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, model_name) (rate(vllm:nixl_bytes_transferred_sum{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+          {
+            "record": "model:vllm_kv_nixl_transfers:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, model_name) (rate(vllm:nixl_xfer_time_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+          {
+            "record": "model:vllm_kv_nixl_transfer_seconds:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, model_name) (rate(vllm:nixl_xfer_time_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
           },
           {
             "record": "model:vllm_kv_nixl_failed_transfers:rate" + f.duration($._config["intervals.rate"]),
             "expr": "sum by (job, model_name) (rate(vllm:nixl_num_failed_transfers_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
           },
+          {
+            "record": "model:vllm_kv_nixl_failed_notifications:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, model_name) (rate(vllm:nixl_num_failed_notifications_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+          {
+            "record": "model:vllm_kv_nixl_expired_requests:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, model_name) (rate(vllm:nixl_num_kv_expired_reqs_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+          {
+            "record": "model:vllm_kv_nixl_late_notifications:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, model_name) (rate(vllm:nixl_num_notifications_after_expiry_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+          {
+            "record": "model:vllm_simple_kv_offload_save_outcomes:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, model_name, outcome) (rate(vllm:simple_kv_offload_save_outcomes_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+          {
+            "record": "model:vllm_num_requests_kv_fetch_by_stage:sum",
+            "expr": "sum by (job, model_name, stage) (vllm:num_requests_kv_fetch_by_stage{" + f.matchers($._config["selectors.vllm"]) + "})",
+          },
+          {
+            "record": "model:vllm_external_prefix_cache_hits:ratio_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "(sum by (job, model_name) (rate(vllm:external_prefix_cache_hits_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "])))\n/\n((sum by (job, model_name) (rate(vllm:external_prefix_cache_queries_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))) > 0)",
+          },
+          {
+            "record": "model:vllm_mm_cache_hits:ratio_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "(sum by (job, model_name) (rate(vllm:mm_cache_hits_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "])))\n/\n((sum by (job, model_name) (rate(vllm:mm_cache_queries_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))) > 0)",
+          },
+        ],
+      },
+      {
+        "name": "infersight-kv-cache-transfer-2.rules",
+        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
+        "rules": [
           {
             "record": "model:vllm_nixl_xfer_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
             "expr": "sum by (job, model_name, le) (rate(vllm:nixl_xfer_time_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
@@ -255,6 +325,66 @@ local f = import 'lib/format.libsonnet';
           {
             "record": "model:vllm_nixl_xfer_time_seconds:p95_rate" + f.duration($._config["intervals.rate"]),
             "expr": "histogram_quantile(0.95, sum by (le, job, model_name) (model:vllm_nixl_xfer_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
+          },
+          {
+            "record": "model:vllm_nixl_bytes_transferred_bucket:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, model_name, le) (rate(vllm:nixl_bytes_transferred_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+          {
+            "record": "model:vllm_nixl_bytes_transferred:p50_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "histogram_quantile(0.5, sum by (le, job, model_name) (model:vllm_nixl_bytes_transferred_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
+          },
+          {
+            "record": "model:vllm_nixl_bytes_transferred:p95_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "histogram_quantile(0.95, sum by (le, job, model_name) (model:vllm_nixl_bytes_transferred_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
+          },
+          {
+            "record": "model:vllm_nixl_post_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, model_name, le) (rate(vllm:nixl_post_time_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+          {
+            "record": "model:vllm_nixl_post_time_seconds:p50_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "histogram_quantile(0.5, sum by (le, job, model_name) (model:vllm_nixl_post_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
+          },
+          {
+            "record": "model:vllm_nixl_post_time_seconds:p95_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "histogram_quantile(0.95, sum by (le, job, model_name) (model:vllm_nixl_post_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
+          },
+          {
+            "record": "model:vllm_nixl_num_descriptors_bucket:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, model_name, le) (rate(vllm:nixl_num_descriptors_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+          {
+            "record": "model:vllm_nixl_num_descriptors:p50_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "histogram_quantile(0.5, sum by (le, job, model_name) (model:vllm_nixl_num_descriptors_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
+          },
+          {
+            "record": "model:vllm_nixl_num_descriptors:p95_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "histogram_quantile(0.95, sum by (le, job, model_name) (model:vllm_nixl_num_descriptors_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
+          },
+          {
+            "record": "model:vllm_kv_offload_lookup_sync_delay_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, model_name, le) (rate(vllm:kv_offload_lookup_sync_delay_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+          {
+            "record": "model:vllm_kv_offload_lookup_sync_delay_seconds:p50_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "histogram_quantile(0.5, sum by (le, job, model_name) (model:vllm_kv_offload_lookup_sync_delay_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
+          },
+          {
+            "record": "model:vllm_kv_offload_lookup_sync_delay_seconds:p99_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "histogram_quantile(0.99, sum by (le, job, model_name) (model:vllm_kv_offload_lookup_sync_delay_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
+          },
+          {
+            "record": "model:vllm_kv_offload_lookup_async_delay_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, model_name, le) (rate(vllm:kv_offload_lookup_async_delay_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+          {
+            "record": "model:vllm_kv_offload_lookup_async_delay_seconds:p50_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "histogram_quantile(0.5, sum by (le, job, model_name) (model:vllm_kv_offload_lookup_async_delay_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
+          },
+          {
+            "record": "model:vllm_kv_offload_lookup_async_delay_seconds:p99_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "histogram_quantile(0.99, sum by (le, job, model_name) (model:vllm_kv_offload_lookup_async_delay_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
           },
         ],
       },

@@ -2388,7 +2388,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Hit tokens over queried tokens, from rates over " + f.duration($._config["intervals.rate"]) + ", per server and per model, against the baseline the collapse alert compares with: the server's ratio over " + f.duration($._config["kv_cache.alerts.prefix_collapse.baseline_window"]) + " ending " + f.duration($._config["kv_cache.alerts.prefix_collapse.baseline_offset"]) + " ago.",
+          "description": "Hit tokens over queried tokens, from rates over " + f.duration($._config["intervals.rate"]) + ", per server and per model, against the baseline the collapse alert compares with: the server's ratio over " + f.duration($._config["kv_cache.alerts.prefix_collapse.baseline_window"]) + " ending " + f.duration($._config["kv_cache.alerts.prefix_collapse.baseline_offset"]) + " ago. A KV connector's external prefix cache has its own panel in the KV connector row.",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -2524,6 +2524,62 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
+          "description": "Multimodal items (images, audio) found in the input cache over those looked up, per model over " + f.duration($._config["intervals.rate"]) + ": a hit skips the item's preprocessing.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "max": 1,
+              "min": 0,
+              "noValue": "No multimodal lookups here: a multimodal model fills this",
+              "unit": "percentunit",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 6,
+            "x": 0,
+            "y": 18,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_mm_cache_hits:ratio_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "{{model_name}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Multimodal cache hit ratio",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 8,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
           "description": "Share of prompt tokens whose KV was cached locally or loaded through a KV connector (vllm:prompt_tokens_cached over vllm:prompt_tokens). The hit ratio above counts local prefix-cache lookups only, as vLLM's own dashboards do; this one adds external KV.",
           "fieldConfig": {
             "defaults": {
@@ -2538,8 +2594,8 @@ local f = import 'lib/format.libsonnet';
           },
           "gridPos": {
             "h": 8,
-            "w": 8,
-            "x": 0,
+            "w": 6,
+            "x": 6,
             "y": 18,
           },
           "options": {
@@ -2572,7 +2628,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Prompt tokens that skipped prefill",
           "transparent": false,
           "type": "timeseries",
-          "id": 8,
+          "id": 9,
         },
         {
           "datasource": {
@@ -2595,8 +2651,8 @@ local f = import 'lib/format.libsonnet';
           },
           "gridPos": {
             "h": 8,
-            "w": 8,
-            "x": 8,
+            "w": 6,
+            "x": 12,
             "y": 18,
           },
           "options": {
@@ -2629,7 +2685,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Prompt tokens by source",
           "transparent": false,
           "type": "timeseries",
-          "id": 9,
+          "id": 10,
         },
         {
           "datasource": {
@@ -2652,8 +2708,8 @@ local f = import 'lib/format.libsonnet';
           },
           "gridPos": {
             "h": 8,
-            "w": 8,
-            "x": 16,
+            "w": 6,
+            "x": 18,
             "y": 18,
           },
           "options": {
@@ -2686,7 +2742,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Cached prompt tokens by tier",
           "transparent": false,
           "type": "timeseries",
-          "id": 10,
+          "id": 11,
         },
         {
           "collapsed": false,
@@ -2696,7 +2752,7 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 26,
           },
-          "id": 11,
+          "id": 12,
           "panels": [],
           "title": "KV block residency",
           "type": "row",
@@ -2763,7 +2819,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Block lifetime",
           "transparent": false,
           "type": "timeseries",
-          "id": 12,
+          "id": 13,
         },
         {
           "datasource": {
@@ -2827,7 +2883,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Idle before eviction",
           "transparent": false,
           "type": "timeseries",
-          "id": 13,
+          "id": 14,
         },
         {
           "datasource": {
@@ -2891,7 +2947,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Reuse gap",
           "transparent": false,
           "type": "timeseries",
-          "id": 14,
+          "id": 15,
         },
         {
           "collapsed": false,
@@ -2901,9 +2957,9 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 35,
           },
-          "id": 15,
+          "id": 16,
           "panels": [],
-          "title": "KV transfer and offload",
+          "title": "KV connector",
           "type": "row",
         },
         {
@@ -2911,21 +2967,24 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Bytes per second per model stored to the offload tier and loaded back from it. Loads are prefills saved; stores without later loads only cost bandwidth.",
+          "description": "Waiting requests per model by the stage of their KV load from the connector: not started, in progress, or loaded and not yet running. A growing in-progress count is a slow or stuck transfer.",
           "fieldConfig": {
             "defaults": {
               "custom": {
                 "fillOpacity": 10,
+                "stacking": {
+                  "mode": "normal",
+                },
               },
               "min": 0,
-              "noValue": "No KV connector here: these series need --kv-transfer-config with NixlConnector (disaggregated prefill) or OffloadingConnector (KV offload to CPU)",
-              "unit": "Bps",
+              "noValue": "No KV connector here: these series need --kv-transfer-config with a connector that loads KV (kv_consumer or kv_both)",
+              "unit": "short",
             },
             "overrides": [],
           },
           "gridPos": {
             "h": 8,
-            "w": 8,
+            "w": 12,
             "x": 0,
             "y": 36,
           },
@@ -2951,31 +3010,22 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "model:vllm_kv_offload_store_bytes:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
-              "legendFormat": "store {{model_name}}",
+              "expr": "model:vllm_num_requests_kv_fetch_by_stage:sum{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "{{stage}} {{model_name}}",
               "refId": "A",
             },
-            {
-              "datasource": {
-                "type": "prometheus",
-                "uid": "${datasource}",
-              },
-              "expr": "model:vllm_kv_offload_load_bytes:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
-              "legendFormat": "load {{model_name}}",
-              "refId": "B",
-            },
           ],
-          "title": "KV offload traffic",
+          "title": "Requests waiting on KV loads",
           "transparent": false,
           "type": "timeseries",
-          "id": 16,
+          "id": 17,
         },
         {
           "datasource": {
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Fullest engine of each server: a full offload cache turns stores into allocation failures.",
+          "description": "Prompt tokens the connector's external cache held over those looked up in it, per model over " + f.duration($._config["intervals.rate"]) + ". The local prefix cache is looked up first; this is what the connector saved on the rest.",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -2983,15 +3033,15 @@ local f = import 'lib/format.libsonnet';
               },
               "max": 1,
               "min": 0,
-              "noValue": "No KV connector here: these series need --kv-transfer-config with NixlConnector (disaggregated prefill) or OffloadingConnector (KV offload to CPU)",
+              "noValue": "No KV connector here: these series need --kv-transfer-config with a connector that loads KV (kv_consumer or kv_both)",
               "unit": "percentunit",
             },
             "overrides": [],
           },
           "gridPos": {
             "h": 8,
-            "w": 8,
-            "x": 8,
+            "w": 12,
+            "x": 12,
             "y": 36,
           },
           "options": {
@@ -3016,15 +3066,147 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "max by (job, instance, model_name) (vllm:kv_offload_cpu_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})",
-              "legendFormat": "{{model_name}} @ {{instance}}",
+              "expr": "model:vllm_external_prefix_cache_hits:ratio_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "{{model_name}}",
               "refId": "A",
             },
           ],
-          "title": "CPU offload cache usage",
+          "title": "External prefix-cache hit ratio",
           "transparent": false,
           "type": "timeseries",
-          "id": 17,
+          "id": 18,
+        },
+        {
+          "collapsed": false,
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 44,
+          },
+          "id": 19,
+          "panels": [],
+          "title": "NIXL transfers",
+          "type": "row",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Bytes per second per model moved by NIXL, and the bytes per second of transfer time: the link speed one transfer sees, which falls when the network or the remote side is slow.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No NIXL transfers here: these series need --kv-transfer-config with NixlConnector (disaggregated prefill)",
+              "unit": "Bps",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 0,
+            "y": 45,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_nixl_bytes:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "moved {{model_name}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_nixl_bytes:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}\n/\n(model:vllm_kv_nixl_transfer_seconds:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"} > 0)",
+              "legendFormat": "per transfer {{model_name}}",
+              "refId": "B",
+            },
+          ],
+          "title": "NIXL transfer throughput",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 20,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Finished KV transfers per second per model.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No NIXL transfers here: these series need --kv-transfer-config with NixlConnector (disaggregated prefill)",
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 8,
+            "y": 45,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_nixl_transfers:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "transfers {{model_name}}",
+              "refId": "A",
+            },
+          ],
+          "title": "NIXL transfers per second",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 21,
         },
         {
           "datasource": {
@@ -3038,7 +3220,7 @@ local f = import 'lib/format.libsonnet';
                 "fillOpacity": 10,
               },
               "min": 0,
-              "noValue": "No KV connector here: these series need --kv-transfer-config with NixlConnector (disaggregated prefill) or OffloadingConnector (KV offload to CPU)",
+              "noValue": "No NIXL transfers here: these series need --kv-transfer-config with NixlConnector (disaggregated prefill)",
               "unit": "s",
             },
             "overrides": [],
@@ -3047,7 +3229,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 36,
+            "y": 45,
           },
           "options": {
             "legend": {
@@ -3088,21 +3270,213 @@ local f = import 'lib/format.libsonnet';
           "title": "NIXL transfer time",
           "transparent": false,
           "type": "timeseries",
-          "id": 18,
+          "id": 22,
         },
         {
           "datasource": {
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Per model and second: NIXL transfers that failed (handshakes and notifications included) and offload stores that found the offload cache full.",
+          "description": "p50 and p95 per model over " + f.duration($._config["intervals.rate"]) + ".",
           "fieldConfig": {
             "defaults": {
               "custom": {
                 "fillOpacity": 10,
               },
               "min": 0,
-              "noValue": "No KV connector here: these series need --kv-transfer-config with NixlConnector (disaggregated prefill) or OffloadingConnector (KV offload to CPU)",
+              "noValue": "No NIXL transfers here: these series need --kv-transfer-config with NixlConnector (disaggregated prefill)",
+              "unit": "bytes",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 0,
+            "y": 53,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_nixl_bytes_transferred:p50_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "p50 {{model_name}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_nixl_bytes_transferred:p95_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "p95 {{model_name}}",
+              "refId": "B",
+            },
+          ],
+          "title": "NIXL bytes per transfer",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 23,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "p50 and p95 per model over " + f.duration($._config["intervals.rate"]) + ".",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No NIXL transfers here: these series need --kv-transfer-config with NixlConnector (disaggregated prefill)",
+              "unit": "s",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 8,
+            "y": 53,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_nixl_post_time_seconds:p50_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "p50 {{model_name}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_nixl_post_time_seconds:p95_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "p95 {{model_name}}",
+              "refId": "B",
+            },
+          ],
+          "title": "NIXL transfer post time",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 24,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "p50 and p95 per model over " + f.duration($._config["intervals.rate"]) + ".",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No NIXL transfers here: these series need --kv-transfer-config with NixlConnector (disaggregated prefill)",
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 16,
+            "y": 53,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_nixl_num_descriptors:p50_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "p50 {{model_name}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_nixl_num_descriptors:p95_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "p95 {{model_name}}",
+              "refId": "B",
+            },
+          ],
+          "title": "NIXL descriptors per transfer",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 25,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Per model and second: failed transfers (handshakes included), completion notifications that failed to send, requests whose KV expired before the decoder fetched it, and notifications that came after that expiry.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No NIXL transfers here: these series need --kv-transfer-config with NixlConnector (disaggregated prefill)",
               "unit": "short",
             },
             "overrides": [],
@@ -3111,7 +3485,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 24,
             "x": 0,
-            "y": 44,
+            "y": 61,
           },
           "options": {
             "legend": {
@@ -3136,7 +3510,7 @@ local f = import 'lib/format.libsonnet';
                 "uid": "${datasource}",
               },
               "expr": "model:vllm_kv_nixl_failed_transfers:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
-              "legendFormat": "NIXL failed {{model_name}}",
+              "legendFormat": "failed transfers {{model_name}}",
               "refId": "A",
             },
             {
@@ -3144,15 +3518,33 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "model:vllm_kv_offload_allocation_failures:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
-              "legendFormat": "offload allocation failed {{model_name}}",
+              "expr": "model:vllm_kv_nixl_failed_notifications:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "failed notifications {{model_name}}",
               "refId": "B",
             },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_nixl_expired_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "expired KV {{model_name}}",
+              "refId": "C",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_nixl_late_notifications:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "late notifications {{model_name}}",
+              "refId": "D",
+            },
           ],
-          "title": "KV connector failures",
+          "title": "NIXL failures",
           "transparent": false,
           "type": "timeseries",
-          "id": 19,
+          "id": 26,
         },
         {
           "collapsed": false,
@@ -3160,9 +3552,624 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 52,
+            "y": 69,
           },
-          "id": 20,
+          "id": 27,
+          "panels": [],
+          "title": "KV offload",
+          "type": "row",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Bytes per second per model stored to the offload tier and loaded back from it. Loads are prefills saved; stores without later loads only cost bandwidth.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No KV offload here: these series need --kv-transfer-config with OffloadingConnector (KV offload to CPU)",
+              "unit": "Bps",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 0,
+            "y": 70,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_offload_store_bytes:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "store {{model_name}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_offload_load_bytes:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "load {{model_name}}",
+              "refId": "B",
+            },
+          ],
+          "title": "KV offload traffic",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 28,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Bytes per second of transfer time per model: the copy speed between GPU and the offload tier.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No KV offload here: these series need --kv-transfer-config with OffloadingConnector (KV offload to CPU)",
+              "unit": "Bps",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 8,
+            "y": 70,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_offload_store_bytes:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}\n/\n(model:vllm_kv_offload_store_seconds:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"} > 0)",
+              "legendFormat": "store {{model_name}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_offload_load_bytes:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}\n/\n(model:vllm_kv_offload_load_seconds:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"} > 0)",
+              "legendFormat": "load {{model_name}}",
+              "refId": "B",
+            },
+          ],
+          "title": "Offload transfer bandwidth",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 29,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Bytes per store and per load, per model.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No KV offload here: these series need --kv-transfer-config with OffloadingConnector (KV offload to CPU)",
+              "unit": "bytes",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 16,
+            "y": 70,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_offload_store_bytes:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}\n/\n(model:vllm_kv_offload_stores:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"} > 0)",
+              "legendFormat": "store {{model_name}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_offload_load_bytes:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}\n/\n(model:vllm_kv_offload_loads:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"} > 0)",
+              "legendFormat": "load {{model_name}}",
+              "refId": "B",
+            },
+          ],
+          "title": "Mean offload transfer size",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 30,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "p50 and p99 per model over " + f.duration($._config["intervals.rate"]) + ": one lookup call in the scheduler (sync), and the wait of a deferred lookup for its answer (async), which delays the request's admission.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No KV offload here: these series need --kv-transfer-config with OffloadingConnector (KV offload to CPU)",
+              "unit": "s",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 0,
+            "y": 78,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_offload_lookup_sync_delay_seconds:p50_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "p50 sync {{model_name}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_offload_lookup_sync_delay_seconds:p99_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "p99 sync {{model_name}}",
+              "refId": "B",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_offload_lookup_async_delay_seconds:p50_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "p50 async {{model_name}}",
+              "refId": "C",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_offload_lookup_async_delay_seconds:p99_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "p99 async {{model_name}}",
+              "refId": "D",
+            },
+          ],
+          "title": "Offload lookup latency",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 31,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Fullest engine of each server: in use, and pinned by stores and by loads in flight. A full offload cache turns stores into allocation failures.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "max": 1,
+              "min": 0,
+              "noValue": "No KV offload here: these series need --kv-transfer-config with OffloadingConnector (KV offload to CPU)",
+              "unit": "percentunit",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 8,
+            "y": 78,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "max by (job, instance, model_name) (vllm:kv_offload_cpu_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})",
+              "legendFormat": "used {{model_name}} @ {{instance}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "max by (job, instance, model_name) (vllm:kv_offload_cpu_cache_write_usage_perc{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})",
+              "legendFormat": "stores {{model_name}} @ {{instance}}",
+              "refId": "B",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "max by (job, instance, model_name) (vllm:kv_offload_cpu_cache_read_usage_perc{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})",
+              "legendFormat": "loads {{model_name}} @ {{instance}}",
+              "refId": "C",
+            },
+          ],
+          "title": "CPU offload cache usage",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 32,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Per model and second: stores that found no room in the offload tier, and stores skipped under the configured reuse threshold.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No KV offload here: these series need --kv-transfer-config with OffloadingConnector (KV offload to CPU)",
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 16,
+            "y": 78,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_offload_allocation_failures:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "allocation failed {{model_name}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_offload_stores_skipped:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "skipped {{model_name}}",
+              "refId": "B",
+            },
+          ],
+          "title": "Failed and skipped offload stores",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 33,
+        },
+        {
+          "collapsed": false,
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 86,
+          },
+          "id": 34,
+          "panels": [],
+          "title": "Simple CPU offload",
+          "type": "row",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Store decisions per second per model by outcome (eager hand-off stores only).",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+                "stacking": {
+                  "mode": "normal",
+                },
+              },
+              "min": 0,
+              "noValue": "No CPU offload pool here: these series need --kv-transfer-config with SimpleCPUOffloadConnector",
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 0,
+            "y": 87,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_simple_kv_offload_save_outcomes:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "{{outcome}} {{model_name}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Store admission outcomes",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 35,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "KV blocks per second per model loaded back from the CPU pool: prefill work saved.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No CPU offload pool here: these series need --kv-transfer-config with SimpleCPUOffloadConnector",
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 8,
+            "y": 87,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_simple_offload_loaded_blocks:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "restored {{model_name}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Blocks restored from offload",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 36,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Per server: pool blocks pinned by transfers or cache hits, and blocks in stores not yet finished. A pending count that only grows is a stuck transfer.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No CPU offload pool here: these series need --kv-transfer-config with SimpleCPUOffloadConnector",
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 16,
+            "y": 87,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, instance, model_name) (vllm:simple_kv_offload_used_blocks{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})",
+              "legendFormat": "pinned {{model_name}} @ {{instance}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, instance, model_name) (vllm:simple_kv_offload_pending_store_blocks{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})",
+              "legendFormat": "pending stores {{model_name}} @ {{instance}}",
+              "refId": "B",
+            },
+          ],
+          "title": "Offload pool blocks",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 37,
+        },
+        {
+          "collapsed": false,
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 95,
+          },
+          "id": 38,
           "panels": [],
           "title": "Preemptions",
           "type": "row",
@@ -3187,7 +4194,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 53,
+            "y": 96,
           },
           "options": {
             "legend": {
@@ -3219,7 +4226,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Preemptions per server",
           "transparent": false,
           "type": "timeseries",
-          "id": 21,
+          "id": 39,
         },
         {
           "datasource": {
@@ -3241,7 +4248,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 53,
+            "y": 96,
           },
           "options": {
             "legend": {
@@ -3273,7 +4280,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Preemptions per finished request",
           "transparent": false,
           "type": "timeseries",
-          "id": 22,
+          "id": 40,
         },
         {
           "collapsed": false,
@@ -3281,9 +4288,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 61,
+            "y": 104,
           },
-          "id": 23,
+          "id": 41,
           "panels": [],
           "title": "Queue",
           "type": "row",
@@ -3308,7 +4315,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 0,
-            "y": 62,
+            "y": 105,
           },
           "options": {
             "legend": {
@@ -3349,7 +4356,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Queue depth",
           "transparent": false,
           "type": "timeseries",
-          "id": 24,
+          "id": 42,
         },
         {
           "datasource": {
@@ -3374,7 +4381,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 8,
-            "y": 62,
+            "y": 105,
           },
           "options": {
             "legend": {
@@ -3406,7 +4413,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Waiting by reason",
           "transparent": false,
           "type": "timeseries",
-          "id": 25,
+          "id": 43,
         },
         {
           "datasource": {
@@ -3427,7 +4434,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 62,
+            "y": 105,
           },
           "options": {
             "legend": {
@@ -3459,7 +4466,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Queue growth",
           "transparent": false,
           "type": "timeseries",
-          "id": 26,
+          "id": 44,
         },
         {
           "collapsed": false,
@@ -3467,9 +4474,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 70,
+            "y": 113,
           },
-          "id": 27,
+          "id": 45,
           "panels": [],
           "title": "Request phases",
           "type": "row",
@@ -3494,7 +4501,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 0,
-            "y": 71,
+            "y": 114,
           },
           "options": {
             "legend": {
@@ -3544,7 +4551,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Queue time latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 28,
+          "id": 46,
         },
         {
           "datasource": {
@@ -3566,7 +4573,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 8,
-            "y": 71,
+            "y": 114,
           },
           "options": {
             "legend": {
@@ -3616,7 +4623,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Prefill time latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 29,
+          "id": 47,
         },
         {
           "datasource": {
@@ -3638,7 +4645,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 71,
+            "y": 114,
           },
           "options": {
             "legend": {
@@ -3688,7 +4695,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Decode time latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 30,
+          "id": 48,
         },
         {
           "collapsed": false,
@@ -3696,9 +4703,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 79,
+            "y": 122,
           },
-          "id": 31,
+          "id": 49,
           "panels": [],
           "title": "Batch and admission",
           "type": "row",
@@ -3723,7 +4730,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 0,
-            "y": 80,
+            "y": 123,
           },
           "options": {
             "legend": {
@@ -3773,7 +4780,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Batch fill (tokens per step)",
           "transparent": false,
           "type": "timeseries",
-          "id": 32,
+          "id": 50,
         },
         {
           "datasource": {
@@ -3795,7 +4802,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 8,
-            "y": 80,
+            "y": 123,
           },
           "options": {
             "legend": {
@@ -3827,7 +4834,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Engine steps per second",
           "transparent": false,
           "type": "timeseries",
-          "id": 33,
+          "id": 51,
         },
         {
           "datasource": {
@@ -3849,7 +4856,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 80,
+            "y": 123,
           },
           "options": {
             "legend": {
@@ -3881,7 +4888,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Admission rejections",
           "transparent": false,
           "type": "timeseries",
-          "id": 34,
+          "id": 52,
         },
         {
           "collapsed": false,
@@ -3889,9 +4896,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 88,
+            "y": 131,
           },
-          "id": 35,
+          "id": 53,
           "panels": [],
           "title": "Configuration",
           "type": "row",
@@ -3930,7 +4937,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 16,
             "x": 0,
-            "y": 89,
+            "y": 132,
           },
           "options": {
             "cellHeight": "sm",
@@ -3987,7 +4994,7 @@ local f = import 'lib/format.libsonnet';
           ],
           "transparent": false,
           "type": "table",
-          "id": 36,
+          "id": 54,
         },
         {
           "datasource": {
@@ -4009,7 +5016,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 89,
+            "y": 132,
           },
           "options": {
             "legend": {
@@ -4041,7 +5048,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Engines by sleep state",
           "transparent": false,
           "type": "timeseries",
-          "id": 37,
+          "id": 55,
         },
       ],
       "refresh": "30s",
@@ -8935,6 +9942,124 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
+          "description": "Share of requests per model whose time per output token was at most the ITL SLO's threshold (0.1 s; per-model overrides apply): vLLM's TPOT SLO panel, at infersight's threshold. It counts requests; the overview's ITL attainment counts tokens, so a model can meet one and miss the other. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate).",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "max": 1,
+              "min": 0,
+              "unit": "percentunit",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 0,
+            "y": 30,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "(sum by (job, model_name) (rate(vllm:request_time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\", model_name!~\"tiny-moe\", le=~\"0\\\\.1\"}[$__rate_interval]))\n/\n(sum by (job, model_name) (rate(vllm:request_time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\", model_name!~\"tiny-moe\"}[$__rate_interval])) > 0))\nor\n(sum by (job, model_name) (rate(vllm:request_time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\", model_name=\"tiny-moe\", le=~\"0\\\\.2\"}[$__rate_interval]))\n/\n(sum by (job, model_name) (rate(vllm:request_time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\", model_name=\"tiny-moe\"}[$__rate_interval])) > 0))",
+              "legendFormat": "{{model_name}}",
+              "refId": "A",
+            },
+          ],
+          "title": "TPOT within the ITL threshold",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 11,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Mean prompt tokens per request per model, and how many of them were computed in prefill: the rest were found in the prefix cache or loaded by a KV connector. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate).",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 8,
+            "y": 30,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, model_name) (rate(vllm:request_prompt_tokens_sum{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval]))\n/\n(sum by (job, model_name) (rate(vllm:request_prompt_tokens_count{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval])) > 0)",
+              "legendFormat": "prompt {{model_name}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, model_name) (rate(vllm:request_prefill_kv_computed_tokens_sum{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval]))\n/\n(sum by (job, model_name) (rate(vllm:request_prefill_kv_computed_tokens_count{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval])) > 0)",
+              "legendFormat": "computed {{model_name}}",
+              "refId": "B",
+            },
+          ],
+          "title": "Prompt and computed tokens per request",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 12,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
           "description": "End-to-end request latency p95 per server: which replica a model's slow requests come from. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate).",
           "fieldConfig": {
             "defaults": {
@@ -8948,8 +10073,8 @@ local f = import 'lib/format.libsonnet';
           },
           "gridPos": {
             "h": 8,
-            "w": 24,
-            "x": 0,
+            "w": 8,
+            "x": 16,
             "y": 30,
           },
           "options": {
@@ -8982,7 +10107,7 @@ local f = import 'lib/format.libsonnet';
           "title": "E2E latency p95 by instance",
           "transparent": false,
           "type": "timeseries",
-          "id": 11,
+          "id": 13,
         },
         {
           "collapsed": false,
@@ -8992,7 +10117,7 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 38,
           },
-          "id": 12,
+          "id": 14,
           "panels": [],
           "title": "API server endpoints",
           "type": "row",
@@ -9049,7 +10174,7 @@ local f = import 'lib/format.libsonnet';
           "title": "HTTP requests by endpoint",
           "transparent": false,
           "type": "timeseries",
-          "id": 13,
+          "id": 15,
         },
         {
           "datasource": {
@@ -9103,7 +10228,147 @@ local f = import 'lib/format.libsonnet';
           "title": "HTTP mean duration by endpoint",
           "transparent": false,
           "type": "timeseries",
-          "id": 14,
+          "id": 16,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Per server since it started: sleep, wake and KV-cache release calls of the sleep mode API, and the steps of RL weight updates (start, update, finish), failed ones included. Rows appear once an operation has run. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate).",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "align": "auto",
+                "filterable": true,
+                "inspect": false,
+              },
+              "noValue": "No sleep-mode or weight-update call since the selected servers started",
+              "unit": "none",
+            },
+            "overrides": [
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "Count",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "none",
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "Mean",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "s",
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "p99",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "s",
+                  },
+                ],
+              },
+            ],
+          },
+          "gridPos": {
+            "h": 6,
+            "w": 24,
+            "x": 0,
+            "y": 47,
+          },
+          "options": {
+            "cellHeight": "sm",
+            "footer": {
+              "countRows": false,
+              "reducer": [],
+              "show": false,
+            },
+            "frameIndex": 0,
+            "showHeader": true,
+            "showTypeIcons": false,
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (instance, operation) ((sum by (instance, operation) (vllm:sleep_mode_operation_duration_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", instance=~\"$instance\"}))\nor\n(sum by (instance, operation) (vllm:rl_weight_update_operation_duration_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", instance=~\"$instance\"})))",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (instance, operation) ((sum by (instance, operation) (vllm:sleep_mode_operation_duration_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", instance=~\"$instance\"})\n/\n(sum by (instance, operation) (vllm:sleep_mode_operation_duration_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", instance=~\"$instance\"}) > 0))\nor\n(sum by (instance, operation) (vllm:rl_weight_update_operation_duration_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", instance=~\"$instance\"})\n/\n(sum by (instance, operation) (vllm:rl_weight_update_operation_duration_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", instance=~\"$instance\"}) > 0)))",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "B",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (instance, operation) ((histogram_quantile(0.99, sum by (le, instance, operation) (vllm:sleep_mode_operation_duration_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", instance=~\"$instance\"})))\nor\n(histogram_quantile(0.99, sum by (le, instance, operation) (vllm:rl_weight_update_operation_duration_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", instance=~\"$instance\"}))))",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "C",
+            },
+          ],
+          "title": "Sleep mode and weight update operations",
+          "transformations": [
+            {
+              "id": "merge",
+              "options": {},
+            },
+            {
+              "id": "organize",
+              "options": {
+                "excludeByName": {
+                  "Time": true,
+                  "__name__": true,
+                },
+                "indexByName": {
+                  "Value #A": 2,
+                  "Value #B": 3,
+                  "Value #C": 4,
+                  "instance": 0,
+                  "operation": 1,
+                },
+                "renameByName": {
+                  "Value #A": "Count",
+                  "Value #B": "Mean",
+                  "Value #C": "p99",
+                },
+              },
+            },
+          ],
+          "transparent": false,
+          "type": "table",
+          "id": 17,
         },
         {
           "collapsed": false,
@@ -9111,9 +10376,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 47,
+            "y": 53,
           },
-          "id": 15,
+          "id": 18,
           "panels": [],
           "title": "Request stages (from vLLM's spans)",
           "type": "row",
@@ -9139,7 +10404,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 24,
             "x": 0,
-            "y": 48,
+            "y": 54,
           },
           "options": {
             "legend": {
@@ -9198,7 +10463,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Stage time p95 per model",
           "transparent": false,
           "type": "timeseries",
-          "id": 16,
+          "id": 19,
         },
       ],
       "refresh": "30s",

@@ -2135,7 +2135,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Hit tokens over queried tokens, from rates over " + f.duration($._config["intervals.rate"]) + ", per server and per model, against the baseline the collapse alert compares with: the server's ratio over 1h ending 1h ago.",
+          "description": "Hit tokens over queried tokens, from rates over " + f.duration($._config["intervals.rate"]) + ", per server and per model, against the baseline the collapse alert compares with: the server's ratio over 1h ending 1h ago. A KV connector's external prefix cache has its own panel in the KV connector row.",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -2271,6 +2271,62 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
+          "description": "Multimodal items (images, audio) found in the input cache over those looked up, per model over " + f.duration($._config["intervals.rate"]) + ": a hit skips the item's preprocessing.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "max": 1,
+              "min": 0,
+              "noValue": "No multimodal lookups here: a multimodal model fills this",
+              "unit": "percentunit",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 6,
+            "x": 0,
+            "y": 18,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_mm_cache_hits:ratio_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "{{model_name}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Multimodal cache hit ratio",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 8,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
           "description": "Share of prompt tokens whose KV was cached locally or loaded through a KV connector (vllm:prompt_tokens_cached over vllm:prompt_tokens). The hit ratio above counts local prefix-cache lookups only, as vLLM's own dashboards do; this one adds external KV.",
           "fieldConfig": {
             "defaults": {
@@ -2285,8 +2341,8 @@ local f = import 'lib/format.libsonnet';
           },
           "gridPos": {
             "h": 8,
-            "w": 8,
-            "x": 0,
+            "w": 6,
+            "x": 6,
             "y": 18,
           },
           "options": {
@@ -2319,7 +2375,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Prompt tokens that skipped prefill",
           "transparent": false,
           "type": "timeseries",
-          "id": 8,
+          "id": 9,
         },
         {
           "datasource": {
@@ -2342,8 +2398,8 @@ local f = import 'lib/format.libsonnet';
           },
           "gridPos": {
             "h": 8,
-            "w": 8,
-            "x": 8,
+            "w": 6,
+            "x": 12,
             "y": 18,
           },
           "options": {
@@ -2376,7 +2432,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Prompt tokens by source",
           "transparent": false,
           "type": "timeseries",
-          "id": 9,
+          "id": 10,
         },
         {
           "datasource": {
@@ -2399,8 +2455,8 @@ local f = import 'lib/format.libsonnet';
           },
           "gridPos": {
             "h": 8,
-            "w": 8,
-            "x": 16,
+            "w": 6,
+            "x": 18,
             "y": 18,
           },
           "options": {
@@ -2433,7 +2489,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Cached prompt tokens by tier",
           "transparent": false,
           "type": "timeseries",
-          "id": 10,
+          "id": 11,
         },
         {
           "collapsed": false,
@@ -2443,7 +2499,7 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 26,
           },
-          "id": 11,
+          "id": 12,
           "panels": [],
           "title": "KV block residency",
           "type": "row",
@@ -2510,7 +2566,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Block lifetime",
           "transparent": false,
           "type": "timeseries",
-          "id": 12,
+          "id": 13,
         },
         {
           "datasource": {
@@ -2574,7 +2630,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Idle before eviction",
           "transparent": false,
           "type": "timeseries",
-          "id": 13,
+          "id": 14,
         },
         {
           "datasource": {
@@ -2638,7 +2694,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Reuse gap",
           "transparent": false,
           "type": "timeseries",
-          "id": 14,
+          "id": 15,
         },
         {
           "collapsed": false,
@@ -2648,9 +2704,9 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 35,
           },
-          "id": 15,
+          "id": 16,
           "panels": [],
-          "title": "KV transfer and offload",
+          "title": "KV connector",
           "type": "row",
         },
         {
@@ -2658,21 +2714,24 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Bytes per second per model stored to the offload tier and loaded back from it. Loads are prefills saved; stores without later loads only cost bandwidth.",
+          "description": "Waiting requests per model by the stage of their KV load from the connector: not started, in progress, or loaded and not yet running. A growing in-progress count is a slow or stuck transfer.",
           "fieldConfig": {
             "defaults": {
               "custom": {
                 "fillOpacity": 10,
+                "stacking": {
+                  "mode": "normal",
+                },
               },
               "min": 0,
-              "noValue": "No KV connector here: these series need --kv-transfer-config with NixlConnector (disaggregated prefill) or OffloadingConnector (KV offload to CPU)",
-              "unit": "Bps",
+              "noValue": "No KV connector here: these series need --kv-transfer-config with a connector that loads KV (kv_consumer or kv_both)",
+              "unit": "short",
             },
             "overrides": [],
           },
           "gridPos": {
             "h": 8,
-            "w": 8,
+            "w": 12,
             "x": 0,
             "y": 36,
           },
@@ -2698,31 +2757,22 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "model:vllm_kv_offload_store_bytes:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
-              "legendFormat": "store {{model_name}}",
+              "expr": "model:vllm_num_requests_kv_fetch_by_stage:sum{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "{{stage}} {{model_name}}",
               "refId": "A",
             },
-            {
-              "datasource": {
-                "type": "prometheus",
-                "uid": "${datasource}",
-              },
-              "expr": "model:vllm_kv_offload_load_bytes:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
-              "legendFormat": "load {{model_name}}",
-              "refId": "B",
-            },
           ],
-          "title": "KV offload traffic",
+          "title": "Requests waiting on KV loads",
           "transparent": false,
           "type": "timeseries",
-          "id": 16,
+          "id": 17,
         },
         {
           "datasource": {
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Fullest engine of each server: a full offload cache turns stores into allocation failures.",
+          "description": "Prompt tokens the connector's external cache held over those looked up in it, per model over " + f.duration($._config["intervals.rate"]) + ". The local prefix cache is looked up first; this is what the connector saved on the rest.",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -2730,15 +2780,15 @@ local f = import 'lib/format.libsonnet';
               },
               "max": 1,
               "min": 0,
-              "noValue": "No KV connector here: these series need --kv-transfer-config with NixlConnector (disaggregated prefill) or OffloadingConnector (KV offload to CPU)",
+              "noValue": "No KV connector here: these series need --kv-transfer-config with a connector that loads KV (kv_consumer or kv_both)",
               "unit": "percentunit",
             },
             "overrides": [],
           },
           "gridPos": {
             "h": 8,
-            "w": 8,
-            "x": 8,
+            "w": 12,
+            "x": 12,
             "y": 36,
           },
           "options": {
@@ -2763,15 +2813,147 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "max by (job, instance, model_name) (vllm:kv_offload_cpu_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})",
-              "legendFormat": "{{model_name}} @ {{instance}}",
+              "expr": "model:vllm_external_prefix_cache_hits:ratio_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "{{model_name}}",
               "refId": "A",
             },
           ],
-          "title": "CPU offload cache usage",
+          "title": "External prefix-cache hit ratio",
           "transparent": false,
           "type": "timeseries",
-          "id": 17,
+          "id": 18,
+        },
+        {
+          "collapsed": false,
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 44,
+          },
+          "id": 19,
+          "panels": [],
+          "title": "NIXL transfers",
+          "type": "row",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Bytes per second per model moved by NIXL, and the bytes per second of transfer time: the link speed one transfer sees, which falls when the network or the remote side is slow.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No NIXL transfers here: these series need --kv-transfer-config with NixlConnector (disaggregated prefill)",
+              "unit": "Bps",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 0,
+            "y": 45,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_nixl_bytes:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "moved {{model_name}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_nixl_bytes:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}\n/\n(model:vllm_kv_nixl_transfer_seconds:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"} > 0)",
+              "legendFormat": "per transfer {{model_name}}",
+              "refId": "B",
+            },
+          ],
+          "title": "NIXL transfer throughput",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 20,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Finished KV transfers per second per model.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No NIXL transfers here: these series need --kv-transfer-config with NixlConnector (disaggregated prefill)",
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 8,
+            "y": 45,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_nixl_transfers:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "transfers {{model_name}}",
+              "refId": "A",
+            },
+          ],
+          "title": "NIXL transfers per second",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 21,
         },
         {
           "datasource": {
@@ -2785,7 +2967,7 @@ local f = import 'lib/format.libsonnet';
                 "fillOpacity": 10,
               },
               "min": 0,
-              "noValue": "No KV connector here: these series need --kv-transfer-config with NixlConnector (disaggregated prefill) or OffloadingConnector (KV offload to CPU)",
+              "noValue": "No NIXL transfers here: these series need --kv-transfer-config with NixlConnector (disaggregated prefill)",
               "unit": "s",
             },
             "overrides": [],
@@ -2794,7 +2976,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 36,
+            "y": 45,
           },
           "options": {
             "legend": {
@@ -2835,21 +3017,213 @@ local f = import 'lib/format.libsonnet';
           "title": "NIXL transfer time",
           "transparent": false,
           "type": "timeseries",
-          "id": 18,
+          "id": 22,
         },
         {
           "datasource": {
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Per model and second: NIXL transfers that failed (handshakes and notifications included) and offload stores that found the offload cache full.",
+          "description": "p50 and p95 per model over " + f.duration($._config["intervals.rate"]) + ".",
           "fieldConfig": {
             "defaults": {
               "custom": {
                 "fillOpacity": 10,
               },
               "min": 0,
-              "noValue": "No KV connector here: these series need --kv-transfer-config with NixlConnector (disaggregated prefill) or OffloadingConnector (KV offload to CPU)",
+              "noValue": "No NIXL transfers here: these series need --kv-transfer-config with NixlConnector (disaggregated prefill)",
+              "unit": "bytes",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 0,
+            "y": 53,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_nixl_bytes_transferred:p50_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "p50 {{model_name}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_nixl_bytes_transferred:p95_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "p95 {{model_name}}",
+              "refId": "B",
+            },
+          ],
+          "title": "NIXL bytes per transfer",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 23,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "p50 and p95 per model over " + f.duration($._config["intervals.rate"]) + ".",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No NIXL transfers here: these series need --kv-transfer-config with NixlConnector (disaggregated prefill)",
+              "unit": "s",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 8,
+            "y": 53,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_nixl_post_time_seconds:p50_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "p50 {{model_name}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_nixl_post_time_seconds:p95_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "p95 {{model_name}}",
+              "refId": "B",
+            },
+          ],
+          "title": "NIXL transfer post time",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 24,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "p50 and p95 per model over " + f.duration($._config["intervals.rate"]) + ".",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No NIXL transfers here: these series need --kv-transfer-config with NixlConnector (disaggregated prefill)",
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 16,
+            "y": 53,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_nixl_num_descriptors:p50_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "p50 {{model_name}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_nixl_num_descriptors:p95_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "p95 {{model_name}}",
+              "refId": "B",
+            },
+          ],
+          "title": "NIXL descriptors per transfer",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 25,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Per model and second: failed transfers (handshakes included), completion notifications that failed to send, requests whose KV expired before the decoder fetched it, and notifications that came after that expiry.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No NIXL transfers here: these series need --kv-transfer-config with NixlConnector (disaggregated prefill)",
               "unit": "short",
             },
             "overrides": [],
@@ -2858,7 +3232,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 24,
             "x": 0,
-            "y": 44,
+            "y": 61,
           },
           "options": {
             "legend": {
@@ -2883,7 +3257,7 @@ local f = import 'lib/format.libsonnet';
                 "uid": "${datasource}",
               },
               "expr": "model:vllm_kv_nixl_failed_transfers:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
-              "legendFormat": "NIXL failed {{model_name}}",
+              "legendFormat": "failed transfers {{model_name}}",
               "refId": "A",
             },
             {
@@ -2891,15 +3265,33 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "model:vllm_kv_offload_allocation_failures:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
-              "legendFormat": "offload allocation failed {{model_name}}",
+              "expr": "model:vllm_kv_nixl_failed_notifications:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "failed notifications {{model_name}}",
               "refId": "B",
             },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_nixl_expired_requests:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "expired KV {{model_name}}",
+              "refId": "C",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_nixl_late_notifications:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "late notifications {{model_name}}",
+              "refId": "D",
+            },
           ],
-          "title": "KV connector failures",
+          "title": "NIXL failures",
           "transparent": false,
           "type": "timeseries",
-          "id": 19,
+          "id": 26,
         },
         {
           "collapsed": false,
@@ -2907,9 +3299,624 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 52,
+            "y": 69,
           },
-          "id": 20,
+          "id": 27,
+          "panels": [],
+          "title": "KV offload",
+          "type": "row",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Bytes per second per model stored to the offload tier and loaded back from it. Loads are prefills saved; stores without later loads only cost bandwidth.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No KV offload here: these series need --kv-transfer-config with OffloadingConnector (KV offload to CPU)",
+              "unit": "Bps",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 0,
+            "y": 70,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_offload_store_bytes:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "store {{model_name}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_offload_load_bytes:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "load {{model_name}}",
+              "refId": "B",
+            },
+          ],
+          "title": "KV offload traffic",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 28,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Bytes per second of transfer time per model: the copy speed between GPU and the offload tier.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No KV offload here: these series need --kv-transfer-config with OffloadingConnector (KV offload to CPU)",
+              "unit": "Bps",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 8,
+            "y": 70,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_offload_store_bytes:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}\n/\n(model:vllm_kv_offload_store_seconds:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"} > 0)",
+              "legendFormat": "store {{model_name}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_offload_load_bytes:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}\n/\n(model:vllm_kv_offload_load_seconds:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"} > 0)",
+              "legendFormat": "load {{model_name}}",
+              "refId": "B",
+            },
+          ],
+          "title": "Offload transfer bandwidth",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 29,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Bytes per store and per load, per model.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No KV offload here: these series need --kv-transfer-config with OffloadingConnector (KV offload to CPU)",
+              "unit": "bytes",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 16,
+            "y": 70,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_offload_store_bytes:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}\n/\n(model:vllm_kv_offload_stores:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"} > 0)",
+              "legendFormat": "store {{model_name}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_offload_load_bytes:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}\n/\n(model:vllm_kv_offload_loads:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"} > 0)",
+              "legendFormat": "load {{model_name}}",
+              "refId": "B",
+            },
+          ],
+          "title": "Mean offload transfer size",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 30,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "p50 and p99 per model over " + f.duration($._config["intervals.rate"]) + ": one lookup call in the scheduler (sync), and the wait of a deferred lookup for its answer (async), which delays the request's admission.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No KV offload here: these series need --kv-transfer-config with OffloadingConnector (KV offload to CPU)",
+              "unit": "s",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 0,
+            "y": 78,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_offload_lookup_sync_delay_seconds:p50_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "p50 sync {{model_name}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_offload_lookup_sync_delay_seconds:p99_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "p99 sync {{model_name}}",
+              "refId": "B",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_offload_lookup_async_delay_seconds:p50_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "p50 async {{model_name}}",
+              "refId": "C",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_offload_lookup_async_delay_seconds:p99_rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "p99 async {{model_name}}",
+              "refId": "D",
+            },
+          ],
+          "title": "Offload lookup latency",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 31,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Fullest engine of each server: in use, and pinned by stores and by loads in flight. A full offload cache turns stores into allocation failures.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "max": 1,
+              "min": 0,
+              "noValue": "No KV offload here: these series need --kv-transfer-config with OffloadingConnector (KV offload to CPU)",
+              "unit": "percentunit",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 8,
+            "y": 78,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "max by (job, instance, model_name) (vllm:kv_offload_cpu_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})",
+              "legendFormat": "used {{model_name}} @ {{instance}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "max by (job, instance, model_name) (vllm:kv_offload_cpu_cache_write_usage_perc{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})",
+              "legendFormat": "stores {{model_name}} @ {{instance}}",
+              "refId": "B",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "max by (job, instance, model_name) (vllm:kv_offload_cpu_cache_read_usage_perc{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})",
+              "legendFormat": "loads {{model_name}} @ {{instance}}",
+              "refId": "C",
+            },
+          ],
+          "title": "CPU offload cache usage",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 32,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Per model and second: stores that found no room in the offload tier, and stores skipped under the configured reuse threshold.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No KV offload here: these series need --kv-transfer-config with OffloadingConnector (KV offload to CPU)",
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 16,
+            "y": 78,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_offload_allocation_failures:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "allocation failed {{model_name}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_offload_stores_skipped:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "skipped {{model_name}}",
+              "refId": "B",
+            },
+          ],
+          "title": "Failed and skipped offload stores",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 33,
+        },
+        {
+          "collapsed": false,
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 86,
+          },
+          "id": 34,
+          "panels": [],
+          "title": "Simple CPU offload",
+          "type": "row",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Store decisions per second per model by outcome (eager hand-off stores only).",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+                "stacking": {
+                  "mode": "normal",
+                },
+              },
+              "min": 0,
+              "noValue": "No CPU offload pool here: these series need --kv-transfer-config with SimpleCPUOffloadConnector",
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 0,
+            "y": 87,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_simple_kv_offload_save_outcomes:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "{{outcome}} {{model_name}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Store admission outcomes",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 35,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "KV blocks per second per model loaded back from the CPU pool: prefill work saved.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No CPU offload pool here: these series need --kv-transfer-config with SimpleCPUOffloadConnector",
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 8,
+            "y": 87,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_simple_offload_loaded_blocks:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "restored {{model_name}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Blocks restored from offload",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 36,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Per server: pool blocks pinned by transfers or cache hits, and blocks in stores not yet finished. A pending count that only grows is a stuck transfer.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No CPU offload pool here: these series need --kv-transfer-config with SimpleCPUOffloadConnector",
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 16,
+            "y": 87,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, instance, model_name) (vllm:simple_kv_offload_used_blocks{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})",
+              "legendFormat": "pinned {{model_name}} @ {{instance}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, instance, model_name) (vllm:simple_kv_offload_pending_store_blocks{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"})",
+              "legendFormat": "pending stores {{model_name}} @ {{instance}}",
+              "refId": "B",
+            },
+          ],
+          "title": "Offload pool blocks",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 37,
+        },
+        {
+          "collapsed": false,
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 95,
+          },
+          "id": 38,
           "panels": [],
           "title": "Preemptions",
           "type": "row",
@@ -2934,7 +3941,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 53,
+            "y": 96,
           },
           "options": {
             "legend": {
@@ -2966,7 +3973,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Preemptions per server",
           "transparent": false,
           "type": "timeseries",
-          "id": 21,
+          "id": 39,
         },
         {
           "datasource": {
@@ -2988,7 +3995,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 53,
+            "y": 96,
           },
           "options": {
             "legend": {
@@ -3020,7 +4027,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Preemptions per finished request",
           "transparent": false,
           "type": "timeseries",
-          "id": 22,
+          "id": 40,
         },
         {
           "collapsed": false,
@@ -3028,9 +4035,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 61,
+            "y": 104,
           },
-          "id": 23,
+          "id": 41,
           "panels": [],
           "title": "Queue",
           "type": "row",
@@ -3055,7 +4062,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 0,
-            "y": 62,
+            "y": 105,
           },
           "options": {
             "legend": {
@@ -3096,7 +4103,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Queue depth",
           "transparent": false,
           "type": "timeseries",
-          "id": 24,
+          "id": 42,
         },
         {
           "datasource": {
@@ -3121,7 +4128,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 8,
-            "y": 62,
+            "y": 105,
           },
           "options": {
             "legend": {
@@ -3153,7 +4160,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Waiting by reason",
           "transparent": false,
           "type": "timeseries",
-          "id": 25,
+          "id": 43,
         },
         {
           "datasource": {
@@ -3174,7 +4181,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 62,
+            "y": 105,
           },
           "options": {
             "legend": {
@@ -3206,7 +4213,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Queue growth",
           "transparent": false,
           "type": "timeseries",
-          "id": 26,
+          "id": 44,
         },
         {
           "collapsed": false,
@@ -3214,9 +4221,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 70,
+            "y": 113,
           },
-          "id": 27,
+          "id": 45,
           "panels": [],
           "title": "Request phases",
           "type": "row",
@@ -3241,7 +4248,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 0,
-            "y": 71,
+            "y": 114,
           },
           "options": {
             "legend": {
@@ -3291,7 +4298,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Queue time latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 28,
+          "id": 46,
         },
         {
           "datasource": {
@@ -3313,7 +4320,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 8,
-            "y": 71,
+            "y": 114,
           },
           "options": {
             "legend": {
@@ -3363,7 +4370,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Prefill time latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 29,
+          "id": 47,
         },
         {
           "datasource": {
@@ -3385,7 +4392,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 71,
+            "y": 114,
           },
           "options": {
             "legend": {
@@ -3435,7 +4442,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Decode time latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 30,
+          "id": 48,
         },
         {
           "collapsed": false,
@@ -3443,9 +4450,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 79,
+            "y": 122,
           },
-          "id": 31,
+          "id": 49,
           "panels": [],
           "title": "Batch and admission",
           "type": "row",
@@ -3470,7 +4477,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 0,
-            "y": 80,
+            "y": 123,
           },
           "options": {
             "legend": {
@@ -3520,7 +4527,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Batch fill (tokens per step)",
           "transparent": false,
           "type": "timeseries",
-          "id": 32,
+          "id": 50,
         },
         {
           "datasource": {
@@ -3542,7 +4549,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 8,
-            "y": 80,
+            "y": 123,
           },
           "options": {
             "legend": {
@@ -3574,7 +4581,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Engine steps per second",
           "transparent": false,
           "type": "timeseries",
-          "id": 33,
+          "id": 51,
         },
         {
           "datasource": {
@@ -3596,7 +4603,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 80,
+            "y": 123,
           },
           "options": {
             "legend": {
@@ -3628,7 +4635,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Admission rejections",
           "transparent": false,
           "type": "timeseries",
-          "id": 34,
+          "id": 52,
         },
         {
           "collapsed": false,
@@ -3636,9 +4643,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 88,
+            "y": 131,
           },
-          "id": 35,
+          "id": 53,
           "panels": [],
           "title": "Configuration",
           "type": "row",
@@ -3677,7 +4684,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 16,
             "x": 0,
-            "y": 89,
+            "y": 132,
           },
           "options": {
             "cellHeight": "sm",
@@ -3734,7 +4741,7 @@ local f = import 'lib/format.libsonnet';
           ],
           "transparent": false,
           "type": "table",
-          "id": 36,
+          "id": 54,
         },
         {
           "datasource": {
@@ -3756,7 +4763,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 89,
+            "y": 132,
           },
           "options": {
             "legend": {
@@ -3788,7 +4795,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Engines by sleep state",
           "transparent": false,
           "type": "timeseries",
-          "id": 37,
+          "id": 55,
         },
       ],
       "refresh": "30s",
@@ -8682,6 +9689,124 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
+          "description": "Share of requests per model whose time per output token was at most the ITL SLO's threshold (0.1 s; per-model overrides apply): vLLM's TPOT SLO panel, at infersight's threshold. It counts requests; the overview's ITL attainment counts tokens, so a model can meet one and miss the other. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate).",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "max": 1,
+              "min": 0,
+              "unit": "percentunit",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 0,
+            "y": 30,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "(sum by (job, model_name) (rate(vllm:request_time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\", le=~\"0\\\\.1\"}[$__rate_interval]))\n/\n(sum by (job, model_name) (rate(vllm:request_time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval])) > 0))",
+              "legendFormat": "{{model_name}}",
+              "refId": "A",
+            },
+          ],
+          "title": "TPOT within the ITL threshold",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 11,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Mean prompt tokens per request per model, and how many of them were computed in prefill: the rest were found in the prefix cache or loaded by a KV connector. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate).",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 8,
+            "y": 30,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, model_name) (rate(vllm:request_prompt_tokens_sum{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval]))\n/\n(sum by (job, model_name) (rate(vllm:request_prompt_tokens_count{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval])) > 0)",
+              "legendFormat": "prompt {{model_name}}",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, model_name) (rate(vllm:request_prefill_kv_computed_tokens_sum{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval]))\n/\n(sum by (job, model_name) (rate(vllm:request_prefill_kv_computed_tokens_count{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval])) > 0)",
+              "legendFormat": "computed {{model_name}}",
+              "refId": "B",
+            },
+          ],
+          "title": "Prompt and computed tokens per request",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 12,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
           "description": "End-to-end request latency p95 per server: which replica a model's slow requests come from. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate).",
           "fieldConfig": {
             "defaults": {
@@ -8695,8 +9820,8 @@ local f = import 'lib/format.libsonnet';
           },
           "gridPos": {
             "h": 8,
-            "w": 24,
-            "x": 0,
+            "w": 8,
+            "x": 16,
             "y": 30,
           },
           "options": {
@@ -8729,7 +9854,7 @@ local f = import 'lib/format.libsonnet';
           "title": "E2E latency p95 by instance",
           "transparent": false,
           "type": "timeseries",
-          "id": 11,
+          "id": 13,
         },
         {
           "collapsed": false,
@@ -8739,7 +9864,7 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 38,
           },
-          "id": 12,
+          "id": 14,
           "panels": [],
           "title": "API server endpoints",
           "type": "row",
@@ -8796,7 +9921,7 @@ local f = import 'lib/format.libsonnet';
           "title": "HTTP requests by endpoint",
           "transparent": false,
           "type": "timeseries",
-          "id": 13,
+          "id": 15,
         },
         {
           "datasource": {
@@ -8850,7 +9975,147 @@ local f = import 'lib/format.libsonnet';
           "title": "HTTP mean duration by endpoint",
           "transparent": false,
           "type": "timeseries",
-          "id": 14,
+          "id": 16,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Per server since it started: sleep, wake and KV-cache release calls of the sleep mode API, and the steps of RL weight updates (start, update, finish), failed ones included. Rows appear once an operation has run. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate).",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "align": "auto",
+                "filterable": true,
+                "inspect": false,
+              },
+              "noValue": "No sleep-mode or weight-update call since the selected servers started",
+              "unit": "none",
+            },
+            "overrides": [
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "Count",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "none",
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "Mean",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "s",
+                  },
+                ],
+              },
+              {
+                "matcher": {
+                  "id": "byName",
+                  "options": "p99",
+                },
+                "properties": [
+                  {
+                    "id": "unit",
+                    "value": "s",
+                  },
+                ],
+              },
+            ],
+          },
+          "gridPos": {
+            "h": 6,
+            "w": 24,
+            "x": 0,
+            "y": 47,
+          },
+          "options": {
+            "cellHeight": "sm",
+            "footer": {
+              "countRows": false,
+              "reducer": [],
+              "show": false,
+            },
+            "frameIndex": 0,
+            "showHeader": true,
+            "showTypeIcons": false,
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (instance, operation) ((sum by (instance, operation) (vllm:sleep_mode_operation_duration_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", instance=~\"$instance\"}))\nor\n(sum by (instance, operation) (vllm:rl_weight_update_operation_duration_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", instance=~\"$instance\"})))",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (instance, operation) ((sum by (instance, operation) (vllm:sleep_mode_operation_duration_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", instance=~\"$instance\"})\n/\n(sum by (instance, operation) (vllm:sleep_mode_operation_duration_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", instance=~\"$instance\"}) > 0))\nor\n(sum by (instance, operation) (vllm:rl_weight_update_operation_duration_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", instance=~\"$instance\"})\n/\n(sum by (instance, operation) (vllm:rl_weight_update_operation_duration_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", instance=~\"$instance\"}) > 0)))",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "B",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (instance, operation) ((histogram_quantile(0.99, sum by (le, instance, operation) (vllm:sleep_mode_operation_duration_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", instance=~\"$instance\"})))\nor\n(histogram_quantile(0.99, sum by (le, instance, operation) (vllm:rl_weight_update_operation_duration_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", instance=~\"$instance\"}))))",
+              "format": "table",
+              "instant": true,
+              "range": false,
+              "refId": "C",
+            },
+          ],
+          "title": "Sleep mode and weight update operations",
+          "transformations": [
+            {
+              "id": "merge",
+              "options": {},
+            },
+            {
+              "id": "organize",
+              "options": {
+                "excludeByName": {
+                  "Time": true,
+                  "__name__": true,
+                },
+                "indexByName": {
+                  "Value #A": 2,
+                  "Value #B": 3,
+                  "Value #C": 4,
+                  "instance": 0,
+                  "operation": 1,
+                },
+                "renameByName": {
+                  "Value #A": "Count",
+                  "Value #B": "Mean",
+                  "Value #C": "p99",
+                },
+              },
+            },
+          ],
+          "transparent": false,
+          "type": "table",
+          "id": 17,
         },
         {
           "collapsed": false,
@@ -8858,9 +10123,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 47,
+            "y": 53,
           },
-          "id": 15,
+          "id": 18,
           "panels": [],
           "title": "Request stages (from vLLM's spans)",
           "type": "row",
@@ -8886,7 +10151,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 24,
             "x": 0,
-            "y": 48,
+            "y": 54,
           },
           "options": {
             "legend": {
@@ -8945,7 +10210,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Stage time p95 per model",
           "transparent": false,
           "type": "timeseries",
-          "id": 16,
+          "id": 19,
         },
       ],
       "refresh": "30s",
