@@ -95,6 +95,10 @@ _VLLM_SERVING = frozenset(
         "http_requests_total",
         "http_request_duration_seconds",
         requests_dashboards.PREFILL_COMPUTED_TOKENS,
+        # The requests dashboard's mean time per phase.
+        "vllm:request_queue_time_seconds",
+        "vllm:request_prefill_time_seconds",
+        "vllm:request_decode_time_seconds",
         *requests_dashboards.OPERATIONS,
         "process_cpu_seconds_total",
         "process_max_fds",

@@ -44,7 +44,14 @@ def _usage(cfg: Config) -> Section:
         Query(promql.recorded(kv_cache_rules.usage_quantile(qv), MODEL_FILTERS), f"p{qv * 100:g} {{{{model_name}}}}")
         for qv in cfg.kv_cache.fleet_quantiles
     ]
-    fleet.append(Query(promql.recorded(kv_cache_rules.USAGE_MAX, MODEL_FILTERS), "max {{model_name}}"))
+    fleet += [
+        Query(promql.recorded(name, MODEL_FILTERS), f"{legend} {{{{model_name}}}}")
+        for name, legend in (
+            (kv_cache_rules.USAGE_MAX, "max"),
+            (kv_cache_rules.USAGE_MEAN, "mean"),
+            (kv_cache_rules.USAGE_MIN, "min"),
+        )
+    ]
     thrash = cfg.kv_cache.alerts.thrash
     return Section(
         "KV cache",
@@ -60,7 +67,8 @@ def _usage(cfg: Config) -> Section:
             ),
             timeseries(
                 "Fleet KV-cache usage",
-                "Percentiles and maximum of KV usage across each model's engines.",
+                "Percentiles, mean, maximum and minimum of KV usage across each model's engines. A minimum "
+                "far under the maximum is load the router spreads unevenly.",
                 "percentunit",
                 fleet,
                 width=8,

@@ -31,6 +31,8 @@ PROMPT_TOKENS = "vllm:request_prompt_tokens"
 OUTPUT_TOKENS = "vllm:request_generation_tokens"
 TPOT = "vllm:request_time_per_output_token_seconds"
 E2E = "vllm:e2e_request_latency_seconds"
+ITL = "vllm:inter_token_latency_seconds"
+QUEUE_TIME = "vllm:request_queue_time_seconds"
 PREFILL_COMPUTED_TOKENS = "vllm:request_prefill_kv_computed_tokens"
 # The API server's operation histograms (label operation): sleep mode, and RL weight updates.
 OPERATIONS = ("vllm:sleep_mode_operation_duration_seconds", "vllm:rl_weight_update_operation_duration_seconds")
@@ -171,10 +173,47 @@ def _shape(cfg: Config) -> Section:
                 width=8,
             ),
             timeseries(
-                "E2E latency p95 by instance",
-                f"End-to-end request latency p95 per server: which replica a model's slow requests come from. {_RAW}",
+                "Mean time per request phase",
+                "Where an average request's time goes, per model: waiting in the queue, prefill and decode. "
+                f"Together they approximate the end-to-end latency. {_RAW}",
                 "s",
-                _raw_quantiles(cfg, E2E, conventions.INSTANCE, (0.95,)),
+                [
+                    Query(_raw_mean(cfg, metric, model), f"{phase} {{{{model_name}}}}")
+                    for metric, phase in (
+                        (QUEUE_TIME, "queue"),
+                        ("vllm:request_prefill_time_seconds", "prefill"),
+                        ("vllm:request_decode_time_seconds", "decode"),
+                    )
+                ],
+                width=8,
+            ),
+        ],
+    )
+
+
+def _per_server(cfg: Config) -> Section:
+    """Which replica a model's slow requests come from."""
+    return Section(
+        "Latency per server",
+        [
+            *(
+                timeseries(
+                    title, f"{what} {_RAW}", "s", _raw_quantiles(cfg, metric, conventions.INSTANCE, (0.95,)), width=8
+                )
+                for metric, title, what in (
+                    (E2E, "E2E latency p95 by instance", "End-to-end request latency p95 per server."),
+                    (
+                        ITL,
+                        "ITL p95 by instance",
+                        "Inter-token latency p95 per server: a replica on a slow or shared GPU decodes slower.",
+                    ),
+                )
+            ),
+            timeseries(
+                "Mean queue time by instance",
+                f"Mean time a request waited for a slot, per server: a replica its router overloads. {_RAW}",
+                "s",
+                [Query(_raw_mean(cfg, QUEUE_TIME, conventions.INSTANCE), "{{model_name}} @ {{instance}}")],
                 width=8,
             ),
         ],
@@ -279,6 +318,6 @@ def dashboards(cfg: Config) -> dict[str, dict[str, Any]]:
         "server (infersight).",
         variables_from=serving_rules.requests(cfg),
         variable_labels=VARIABLES,
-        sections=[_distributions(cfg), _shape(cfg), _endpoints(cfg), _stages(cfg)],
+        sections=[_distributions(cfg), _shape(cfg), _per_server(cfg), _endpoints(cfg), _stages(cfg)],
     )
     return {FILE: board}

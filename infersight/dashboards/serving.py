@@ -83,6 +83,15 @@ def _overview(cfg: Config) -> Section:
                 [Query(f"max({_selected(serving_rules.KV_USAGE_ENGINE, filters('engine'))})")],
                 thresholds=((None, "green"), (0.9, "orange")),
             ),
+            stat(
+                "Targets down",
+                "vLLM scrape targets that did not answer their last scrape (selected jobs and instances); "
+                "InfersightVLLMTargetDown pages on one that stays down.",
+                "short",
+                [Query(f"count({promql.recorded('up', filters('job', 'instance'))} == 0) or vector(0)", instant=True)],
+                width=8,
+                thresholds=((None, "green"), (1, "red")),
+            ),
         ],
     )
 
@@ -125,8 +134,32 @@ def _traffic(cfg: Config) -> Section:
                 ],
                 stacked=True,
             ),
+            timeseries(
+                "Finish reason share",
+                "Share of each model's finished requests per finished_reason: a rising length share is "
+                "requests cut at max_tokens, a rising abort share is clients giving up.",
+                "percentunit",
+                [Query(_reason_share(cfg), "{{model_name}} {{finished_reason}}")],
+                max_val=1,
+            ),
+            timeseries(
+                "Token throughput per server",
+                "Prompt and generation tokens per second of each server: which replicas a model's traffic reaches.",
+                "short",
+                [
+                    Query(_selected(serving_rules.tokens(cfg, kind)), f"{{{{model_name}}}} @ {{{{instance}}}} {kind}")
+                    for kind in ("prompt", "generation")
+                ],
+                width=24,
+            ),
         ],
     )
+
+
+def _reason_share(cfg: Config) -> str:
+    by_reason = _selected(serving_rules.requests_by_reason(cfg), base=MODEL_FILTERS)
+    total = promql.sum_by(conventions.MODEL, by_reason)
+    return f"{by_reason}\n/ ignoring (finished_reason) group_left ()\n({total} > 0)"
 
 
 def _errors(cfg: Config) -> Section:

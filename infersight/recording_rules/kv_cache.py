@@ -36,6 +36,9 @@ def usage_quantile(qv: float) -> str:
 
 
 USAGE_MAX = conventions.record_name("model", "vllm:kv_cache_usage", "max")
+# The mean and the emptiest engine per model, beside the percentiles (vLLM's own panels draw both).
+USAGE_MEAN = conventions.record_name("model", "vllm:kv_cache_usage", "avg")
+USAGE_MIN = conventions.record_name("model", "vllm:kv_cache_usage", "min")
 # Per model and reason: a per-instance split by reason would double the instance's series.
 WAITING_BY_REASON = conventions.record_name("model", "vllm:num_requests_waiting_by_reason", "sum")
 # KV block residency (--kv-cache-metrics): sampled blocks' lifetime, idle time before eviction and
@@ -126,6 +129,8 @@ def _usage_rules(cfg: Config) -> list[RecordingRule]:
     ]
     rules += [
         RecordingRule(USAGE_MAX, promql.agg("max", MODEL, serving_rules.KV_USAGE_ENGINE)),
+        RecordingRule(USAGE_MEAN, promql.agg("avg", MODEL, serving_rules.KV_USAGE_ENGINE)),
+        RecordingRule(USAGE_MIN, promql.agg("min", MODEL, serving_rules.KV_USAGE_ENGINE)),
     ]
     return rules
 

@@ -1986,7 +1986,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Percentiles and maximum of KV usage across each model's engines.",
+          "description": "Percentiles, mean, maximum and minimum of KV usage across each model's engines. A minimum far under the maximum is load the router spreads unevenly.",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -2056,6 +2056,24 @@ local f = import 'lib/format.libsonnet';
               "expr": "model:vllm_kv_cache_usage:max{job=~\"$job\", model_name=~\"$model_name\"}",
               "legendFormat": "max {{model_name}}",
               "refId": "D",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_cache_usage:avg{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "mean {{model_name}}",
+              "refId": "E",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_cache_usage:min{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "min {{model_name}}",
+              "refId": "F",
             },
           ],
           "title": "Fleet KV-cache usage",
@@ -5987,6 +6005,71 @@ local f = import 'lib/format.libsonnet';
           "id": 8,
         },
         {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "vLLM scrape targets that did not answer their last scrape (selected jobs and instances); InfersightVLLMTargetDown pages on one that stays down.",
+          "fieldConfig": {
+            "defaults": {
+              "thresholds": {
+                "mode": "absolute",
+                "steps": [
+                  {
+                    "color": "green",
+                    "value": null,
+                  },
+                  {
+                    "color": "red",
+                    "value": 1,
+                  },
+                ],
+              },
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 4,
+            "w": 8,
+            "x": 16,
+            "y": 5,
+          },
+          "options": {
+            "colorMode": "value",
+            "graphMode": "area",
+            "justifyMode": "auto",
+            "orientation": "auto",
+            "percentChangeColorMode": "standard",
+            "reduceOptions": {
+              "calcs": [
+                "lastNotNull",
+              ],
+              "values": false,
+            },
+            "showPercentChange": false,
+            "textMode": "auto",
+            "wideLayout": true,
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "count(up{job=~\"$job\", instance=~\"$instance\"} == 0) or vector(0)",
+              "instant": true,
+              "range": false,
+              "refId": "A",
+            },
+          ],
+          "title": "Targets down",
+          "transparent": false,
+          "type": "stat",
+          "id": 9,
+        },
+        {
           "collapsed": false,
           "gridPos": {
             "h": 1,
@@ -5994,7 +6077,7 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 9,
           },
-          "id": 9,
+          "id": 10,
           "panels": [],
           "title": "Models over the selected range",
           "type": "row",
@@ -6286,7 +6369,7 @@ local f = import 'lib/format.libsonnet';
           ],
           "transparent": false,
           "type": "table",
-          "id": 10,
+          "id": 11,
         },
         {
           "collapsed": false,
@@ -6296,7 +6379,7 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 20,
           },
-          "id": 11,
+          "id": 12,
           "panels": [],
           "title": "Instances",
           "type": "row",
@@ -6795,7 +6878,7 @@ local f = import 'lib/format.libsonnet';
           ],
           "transparent": false,
           "type": "table",
-          "id": 12,
+          "id": 13,
         },
         {
           "collapsed": false,
@@ -6805,7 +6888,7 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 31,
           },
-          "id": 13,
+          "id": 14,
           "panels": [],
           "title": "Traffic",
           "type": "row",
@@ -6862,7 +6945,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Request rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 14,
+          "id": 15,
         },
         {
           "datasource": {
@@ -6925,7 +7008,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Token throughput",
           "transparent": false,
           "type": "timeseries",
-          "id": 15,
+          "id": 16,
         },
         {
           "datasource": {
@@ -6982,7 +7065,125 @@ local f = import 'lib/format.libsonnet';
           "title": "Finished requests by reason",
           "transparent": false,
           "type": "timeseries",
-          "id": 16,
+          "id": 17,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Share of each model's finished requests per finished_reason: a rising length share is requests cut at max_tokens, a rising abort share is clients giving up.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "max": 1,
+              "min": 0,
+              "unit": "percentunit",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 12,
+            "y": 40,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_request_success:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}\n/ ignoring (finished_reason) group_left ()\n(sum by (job, model_name) (model:vllm_request_success:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}) > 0)",
+              "legendFormat": "{{model_name}} {{finished_reason}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Finish reason share",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 18,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Prompt and generation tokens per second of each server: which replicas a model's traffic reaches.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 24,
+            "x": 0,
+            "y": 48,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "instance:vllm_prompt_tokens:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}",
+              "legendFormat": "{{model_name}} @ {{instance}} prompt",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "instance:vllm_generation_tokens:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}",
+              "legendFormat": "{{model_name}} @ {{instance}} generation",
+              "refId": "B",
+            },
+          ],
+          "title": "Token throughput per server",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 19,
         },
         {
           "collapsed": false,
@@ -6990,9 +7191,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 48,
+            "y": 56,
           },
-          "id": 17,
+          "id": 20,
           "panels": [],
           "title": "Errors",
           "type": "row",
@@ -7017,7 +7218,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 49,
+            "y": 57,
           },
           "options": {
             "legend": {
@@ -7058,7 +7259,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Request error ratio",
           "transparent": false,
           "type": "timeseries",
-          "id": 18,
+          "id": 21,
         },
         {
           "datasource": {
@@ -7080,7 +7281,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 49,
+            "y": 57,
           },
           "options": {
             "legend": {
@@ -7112,7 +7313,7 @@ local f = import 'lib/format.libsonnet';
           "title": "HTTP 5xx ratio",
           "transparent": false,
           "type": "timeseries",
-          "id": 19,
+          "id": 22,
         },
         {
           "collapsed": false,
@@ -7120,9 +7321,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 57,
+            "y": 65,
           },
-          "id": 20,
+          "id": 23,
           "panels": [],
           "title": "Latency",
           "type": "row",
@@ -7162,7 +7363,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 0,
-            "y": 58,
+            "y": 66,
           },
           "options": {
             "legend": {
@@ -7212,7 +7413,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 21,
+          "id": 24,
         },
         {
           "datasource": {
@@ -7249,7 +7450,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 8,
-            "y": 58,
+            "y": 66,
           },
           "options": {
             "legend": {
@@ -7299,7 +7500,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 22,
+          "id": 25,
         },
         {
           "datasource": {
@@ -7336,7 +7537,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 58,
+            "y": 66,
           },
           "options": {
             "legend": {
@@ -7386,7 +7587,7 @@ local f = import 'lib/format.libsonnet';
           "title": "E2E latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 23,
+          "id": 26,
         },
         {
           "datasource": {
@@ -7423,7 +7624,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 24,
             "x": 0,
-            "y": 66,
+            "y": 74,
           },
           "options": {
             "legend": {
@@ -7455,7 +7656,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT p99 by instance",
           "transparent": false,
           "type": "timeseries",
-          "id": 24,
+          "id": 27,
         },
         {
           "collapsed": false,
@@ -7463,9 +7664,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 74,
+            "y": 82,
           },
-          "id": 25,
+          "id": 28,
           "panels": [],
           "title": "Saturation",
           "type": "row",
@@ -7490,7 +7691,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 0,
-            "y": 75,
+            "y": 83,
           },
           "options": {
             "legend": {
@@ -7531,7 +7732,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Running and waiting requests",
           "transparent": false,
           "type": "timeseries",
-          "id": 26,
+          "id": 29,
         },
         {
           "datasource": {
@@ -7554,7 +7755,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 8,
-            "y": 75,
+            "y": 83,
           },
           "options": {
             "legend": {
@@ -7586,7 +7787,7 @@ local f = import 'lib/format.libsonnet';
           "title": "KV-cache usage",
           "transparent": false,
           "type": "timeseries",
-          "id": 27,
+          "id": 30,
         },
         {
           "datasource": {
@@ -7608,7 +7809,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 75,
+            "y": 83,
           },
           "options": {
             "legend": {
@@ -7640,7 +7841,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Preemptions",
           "transparent": false,
           "type": "timeseries",
-          "id": 28,
+          "id": 31,
         },
         {
           "collapsed": false,
@@ -7648,9 +7849,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 83,
+            "y": 91,
           },
-          "id": 29,
+          "id": 32,
           "panels": [],
           "title": "API server",
           "type": "row",
@@ -7675,7 +7876,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 6,
             "x": 0,
-            "y": 84,
+            "y": 92,
           },
           "options": {
             "legend": {
@@ -7707,7 +7908,7 @@ local f = import 'lib/format.libsonnet';
           "title": "HTTP requests by status",
           "transparent": false,
           "type": "timeseries",
-          "id": 30,
+          "id": 33,
         },
         {
           "datasource": {
@@ -7729,7 +7930,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 6,
             "x": 6,
-            "y": 84,
+            "y": 92,
           },
           "options": {
             "legend": {
@@ -7761,7 +7962,7 @@ local f = import 'lib/format.libsonnet';
           "title": "API server CPU",
           "transparent": false,
           "type": "timeseries",
-          "id": 31,
+          "id": 34,
         },
         {
           "datasource": {
@@ -7783,7 +7984,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 6,
             "x": 12,
-            "y": 84,
+            "y": 92,
           },
           "options": {
             "legend": {
@@ -7815,7 +8016,7 @@ local f = import 'lib/format.libsonnet';
           "title": "API server memory",
           "transparent": false,
           "type": "timeseries",
-          "id": 32,
+          "id": 35,
         },
         {
           "datasource": {
@@ -7838,7 +8039,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 6,
             "x": 18,
-            "y": 84,
+            "y": 92,
           },
           "options": {
             "legend": {
@@ -7870,7 +8071,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Open file descriptors",
           "transparent": false,
           "type": "timeseries",
-          "id": 33,
+          "id": 36,
         },
         {
           "collapsed": false,
@@ -7878,9 +8079,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 92,
+            "y": 100,
           },
-          "id": 34,
+          "id": 37,
           "panels": [],
           "title": "LoRA adapters",
           "type": "row",
@@ -7906,7 +8107,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 93,
+            "y": 101,
           },
           "options": {
             "legend": {
@@ -7938,7 +8139,7 @@ local f = import 'lib/format.libsonnet';
           "title": "LoRA adapters per server",
           "transparent": false,
           "type": "timeseries",
-          "id": 35,
+          "id": 38,
         },
         {
           "datasource": {
@@ -7975,7 +8176,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 93,
+            "y": 101,
           },
           "options": {
             "cellHeight": "sm",
@@ -8031,7 +8232,7 @@ local f = import 'lib/format.libsonnet';
           ],
           "transparent": false,
           "type": "table",
-          "id": 36,
+          "id": 39,
         },
         {
           "collapsed": false,
@@ -8039,9 +8240,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 101,
+            "y": 109,
           },
-          "id": 37,
+          "id": 40,
           "panels": [],
           "title": "Compute estimates (MFU)",
           "type": "row",
@@ -8067,7 +8268,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 102,
+            "y": 110,
           },
           "options": {
             "legend": {
@@ -8099,7 +8300,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Model FLOP/s per GPU",
           "transparent": false,
           "type": "timeseries",
-          "id": 38,
+          "id": 41,
         },
         {
           "datasource": {
@@ -8122,7 +8323,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 102,
+            "y": 110,
           },
           "options": {
             "legend": {
@@ -8163,7 +8364,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Memory traffic per GPU",
           "transparent": false,
           "type": "timeseries",
-          "id": 39,
+          "id": 42,
         },
         {
           "collapsed": false,
@@ -8171,9 +8372,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 110,
+            "y": 118,
           },
-          "id": 40,
+          "id": 43,
           "panels": [],
           "title": "SLO: Availability",
           "type": "row",
@@ -8204,7 +8405,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 0,
-            "y": 111,
+            "y": 119,
           },
           "options": {
             "colorMode": "value",
@@ -8237,7 +8438,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 41,
+          "id": 44,
         },
         {
           "datasource": {
@@ -8272,7 +8473,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 6,
-            "y": 111,
+            "y": 119,
           },
           "options": {
             "colorMode": "value",
@@ -8305,7 +8506,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 42,
+          "id": 45,
         },
         {
           "datasource": {
@@ -8327,7 +8528,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 111,
+            "y": 119,
           },
           "options": {
             "legend": {
@@ -8413,7 +8614,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 43,
+          "id": 46,
         },
         {
           "collapsed": false,
@@ -8421,9 +8622,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 119,
+            "y": 127,
           },
-          "id": 44,
+          "id": 47,
           "panels": [],
           "title": "SLO: TTFT",
           "type": "row",
@@ -8454,7 +8655,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 0,
-            "y": 120,
+            "y": 128,
           },
           "options": {
             "colorMode": "value",
@@ -8487,7 +8688,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 45,
+          "id": 48,
         },
         {
           "datasource": {
@@ -8522,7 +8723,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 6,
-            "y": 120,
+            "y": 128,
           },
           "options": {
             "colorMode": "value",
@@ -8555,7 +8756,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 46,
+          "id": 49,
         },
         {
           "datasource": {
@@ -8577,7 +8778,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 120,
+            "y": 128,
           },
           "options": {
             "legend": {
@@ -8663,7 +8864,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 47,
+          "id": 50,
         },
         {
           "collapsed": false,
@@ -8671,9 +8872,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 128,
+            "y": 136,
           },
-          "id": 48,
+          "id": 51,
           "panels": [],
           "title": "SLO: ITL",
           "type": "row",
@@ -8704,7 +8905,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 0,
-            "y": 129,
+            "y": 137,
           },
           "options": {
             "colorMode": "value",
@@ -8737,7 +8938,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 49,
+          "id": 52,
         },
         {
           "datasource": {
@@ -8772,7 +8973,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 6,
-            "y": 129,
+            "y": 137,
           },
           "options": {
             "colorMode": "value",
@@ -8805,7 +9006,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 50,
+          "id": 53,
         },
         {
           "datasource": {
@@ -8827,7 +9028,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 129,
+            "y": 137,
           },
           "options": {
             "legend": {
@@ -8913,7 +9114,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 51,
+          "id": 54,
         },
       ],
       "refresh": "30s",
@@ -9807,7 +10008,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "End-to-end request latency p95 per server: which replica a model's slow requests come from. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate).",
+          "description": "Where an average request's time goes, per model: waiting in the queue, prefill and decode. Together they approximate the end-to-end latency. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate).",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -9846,12 +10047,30 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "histogram_quantile(0.95, sum by (le, job, instance, model_name) (rate(vllm:e2e_request_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval])))",
-              "legendFormat": "p95 {{instance}} @ {{model_name}}",
+              "expr": "sum by (job, model_name) (rate(vllm:request_queue_time_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval]))\n/\n(sum by (job, model_name) (rate(vllm:request_queue_time_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval])) > 0)",
+              "legendFormat": "queue {{model_name}}",
               "refId": "A",
             },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, model_name) (rate(vllm:request_prefill_time_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval]))\n/\n(sum by (job, model_name) (rate(vllm:request_prefill_time_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval])) > 0)",
+              "legendFormat": "prefill {{model_name}}",
+              "refId": "B",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, model_name) (rate(vllm:request_decode_time_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval]))\n/\n(sum by (job, model_name) (rate(vllm:request_decode_time_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval])) > 0)",
+              "legendFormat": "decode {{model_name}}",
+              "refId": "C",
+            },
           ],
-          "title": "E2E latency p95 by instance",
+          "title": "Mean time per request phase",
           "transparent": false,
           "type": "timeseries",
           "id": 13,
@@ -9865,6 +10084,181 @@ local f = import 'lib/format.libsonnet';
             "y": 38,
           },
           "id": 14,
+          "panels": [],
+          "title": "Latency per server",
+          "type": "row",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "End-to-end request latency p95 per server. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate).",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "unit": "s",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 0,
+            "y": 39,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "histogram_quantile(0.95, sum by (le, job, instance, model_name) (rate(vllm:e2e_request_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval])))",
+              "legendFormat": "p95 {{instance}} @ {{model_name}}",
+              "refId": "A",
+            },
+          ],
+          "title": "E2E latency p95 by instance",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 15,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Inter-token latency p95 per server: a replica on a slow or shared GPU decodes slower. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate).",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "unit": "s",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 8,
+            "y": 39,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "histogram_quantile(0.95, sum by (le, job, instance, model_name) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval]))))",
+              "legendFormat": "p95 {{instance}} @ {{model_name}}",
+              "refId": "A",
+            },
+          ],
+          "title": "ITL p95 by instance",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 16,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Mean time a request waited for a slot, per server: a replica its router overloads. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate).",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "unit": "s",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 16,
+            "y": 39,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, instance, model_name) (rate(vllm:request_queue_time_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval]))\n/\n(sum by (job, instance, model_name) (rate(vllm:request_queue_time_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval])) > 0)",
+              "legendFormat": "{{model_name}} @ {{instance}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Mean queue time by instance",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 17,
+        },
+        {
+          "collapsed": false,
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 47,
+          },
+          "id": 18,
           "panels": [],
           "title": "API server endpoints",
           "type": "row",
@@ -9889,7 +10283,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 39,
+            "y": 48,
           },
           "options": {
             "legend": {
@@ -9921,7 +10315,7 @@ local f = import 'lib/format.libsonnet';
           "title": "HTTP requests by endpoint",
           "transparent": false,
           "type": "timeseries",
-          "id": 15,
+          "id": 19,
         },
         {
           "datasource": {
@@ -9943,7 +10337,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 39,
+            "y": 48,
           },
           "options": {
             "legend": {
@@ -9975,7 +10369,7 @@ local f = import 'lib/format.libsonnet';
           "title": "HTTP mean duration by endpoint",
           "transparent": false,
           "type": "timeseries",
-          "id": 16,
+          "id": 20,
         },
         {
           "datasource": {
@@ -10036,7 +10430,7 @@ local f = import 'lib/format.libsonnet';
             "h": 6,
             "w": 24,
             "x": 0,
-            "y": 47,
+            "y": 56,
           },
           "options": {
             "cellHeight": "sm",
@@ -10115,7 +10509,7 @@ local f = import 'lib/format.libsonnet';
           ],
           "transparent": false,
           "type": "table",
-          "id": 17,
+          "id": 21,
         },
         {
           "collapsed": false,
@@ -10123,9 +10517,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 53,
+            "y": 62,
           },
-          "id": 18,
+          "id": 22,
           "panels": [],
           "title": "Request stages (from vLLM's spans)",
           "type": "row",
@@ -10151,7 +10545,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 24,
             "x": 0,
-            "y": 54,
+            "y": 63,
           },
           "options": {
             "legend": {
@@ -10210,7 +10604,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Stage time p95 per model",
           "transparent": false,
           "type": "timeseries",
-          "id": 19,
+          "id": 23,
         },
       ],
       "refresh": "30s",

@@ -2239,7 +2239,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Percentiles and maximum of KV usage across each model's engines.",
+          "description": "Percentiles, mean, maximum and minimum of KV usage across each model's engines. A minimum far under the maximum is load the router spreads unevenly.",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -2309,6 +2309,24 @@ local f = import 'lib/format.libsonnet';
               "expr": "model:vllm_kv_cache_usage:max{job=~\"$job\", model_name=~\"$model_name\"}",
               "legendFormat": "max {{model_name}}",
               "refId": "D",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_cache_usage:avg{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "mean {{model_name}}",
+              "refId": "E",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_kv_cache_usage:min{job=~\"$job\", model_name=~\"$model_name\"}",
+              "legendFormat": "min {{model_name}}",
+              "refId": "F",
             },
           ],
           "title": "Fleet KV-cache usage",
@@ -6240,6 +6258,71 @@ local f = import 'lib/format.libsonnet';
           "id": 8,
         },
         {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "vLLM scrape targets that did not answer their last scrape (selected jobs and instances); InfersightVLLMTargetDown pages on one that stays down.",
+          "fieldConfig": {
+            "defaults": {
+              "thresholds": {
+                "mode": "absolute",
+                "steps": [
+                  {
+                    "color": "green",
+                    "value": null,
+                  },
+                  {
+                    "color": "red",
+                    "value": 1,
+                  },
+                ],
+              },
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 4,
+            "w": 8,
+            "x": 16,
+            "y": 5,
+          },
+          "options": {
+            "colorMode": "value",
+            "graphMode": "area",
+            "justifyMode": "auto",
+            "orientation": "auto",
+            "percentChangeColorMode": "standard",
+            "reduceOptions": {
+              "calcs": [
+                "lastNotNull",
+              ],
+              "values": false,
+            },
+            "showPercentChange": false,
+            "textMode": "auto",
+            "wideLayout": true,
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "count(up{job=~\"$job\", instance=~\"$instance\"} == 0) or vector(0)",
+              "instant": true,
+              "range": false,
+              "refId": "A",
+            },
+          ],
+          "title": "Targets down",
+          "transparent": false,
+          "type": "stat",
+          "id": 9,
+        },
+        {
           "collapsed": false,
           "gridPos": {
             "h": 1,
@@ -6247,7 +6330,7 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 9,
           },
-          "id": 9,
+          "id": 10,
           "panels": [],
           "title": "Models over the selected range",
           "type": "row",
@@ -6539,7 +6622,7 @@ local f = import 'lib/format.libsonnet';
           ],
           "transparent": false,
           "type": "table",
-          "id": 10,
+          "id": 11,
         },
         {
           "collapsed": false,
@@ -6549,7 +6632,7 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 20,
           },
-          "id": 11,
+          "id": 12,
           "panels": [],
           "title": "Instances",
           "type": "row",
@@ -7048,7 +7131,7 @@ local f = import 'lib/format.libsonnet';
           ],
           "transparent": false,
           "type": "table",
-          "id": 12,
+          "id": 13,
         },
         {
           "collapsed": false,
@@ -7058,7 +7141,7 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 31,
           },
-          "id": 13,
+          "id": 14,
           "panels": [],
           "title": "Traffic",
           "type": "row",
@@ -7115,7 +7198,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Request rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 14,
+          "id": 15,
         },
         {
           "datasource": {
@@ -7178,7 +7261,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Token throughput",
           "transparent": false,
           "type": "timeseries",
-          "id": 15,
+          "id": 16,
         },
         {
           "datasource": {
@@ -7235,7 +7318,125 @@ local f = import 'lib/format.libsonnet';
           "title": "Finished requests by reason",
           "transparent": false,
           "type": "timeseries",
-          "id": 16,
+          "id": 17,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Share of each model's finished requests per finished_reason: a rising length share is requests cut at max_tokens, a rising abort share is clients giving up.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "max": 1,
+              "min": 0,
+              "unit": "percentunit",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 12,
+            "y": 40,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "model:vllm_request_success:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}\n/ ignoring (finished_reason) group_left ()\n(sum by (job, model_name) (model:vllm_request_success:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\"}) > 0)",
+              "legendFormat": "{{model_name}} {{finished_reason}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Finish reason share",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 18,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Prompt and generation tokens per second of each server: which replicas a model's traffic reaches.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 24,
+            "x": 0,
+            "y": 48,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "instance:vllm_prompt_tokens:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}",
+              "legendFormat": "{{model_name}} @ {{instance}} prompt",
+              "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "instance:vllm_generation_tokens:rate" + f.duration($._config["intervals.rate"]) + "{job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}",
+              "legendFormat": "{{model_name}} @ {{instance}} generation",
+              "refId": "B",
+            },
+          ],
+          "title": "Token throughput per server",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 19,
         },
         {
           "collapsed": false,
@@ -7243,9 +7444,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 48,
+            "y": 56,
           },
-          "id": 17,
+          "id": 20,
           "panels": [],
           "title": "Errors",
           "type": "row",
@@ -7270,7 +7471,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 49,
+            "y": 57,
           },
           "options": {
             "legend": {
@@ -7311,7 +7512,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Request error ratio",
           "transparent": false,
           "type": "timeseries",
-          "id": 18,
+          "id": 21,
         },
         {
           "datasource": {
@@ -7333,7 +7534,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 49,
+            "y": 57,
           },
           "options": {
             "legend": {
@@ -7365,7 +7566,7 @@ local f = import 'lib/format.libsonnet';
           "title": "HTTP 5xx ratio",
           "transparent": false,
           "type": "timeseries",
-          "id": 19,
+          "id": 22,
         },
         {
           "collapsed": false,
@@ -7373,9 +7574,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 57,
+            "y": 65,
           },
-          "id": 20,
+          "id": 23,
           "panels": [],
           "title": "Latency",
           "type": "row",
@@ -7415,7 +7616,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 0,
-            "y": 58,
+            "y": 66,
           },
           "options": {
             "legend": {
@@ -7465,7 +7666,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 21,
+          "id": 24,
         },
         {
           "datasource": {
@@ -7502,7 +7703,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 8,
-            "y": 58,
+            "y": 66,
           },
           "options": {
             "legend": {
@@ -7552,7 +7753,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 22,
+          "id": 25,
         },
         {
           "datasource": {
@@ -7589,7 +7790,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 58,
+            "y": 66,
           },
           "options": {
             "legend": {
@@ -7639,7 +7840,7 @@ local f = import 'lib/format.libsonnet';
           "title": "E2E latency",
           "transparent": false,
           "type": "timeseries",
-          "id": 23,
+          "id": 26,
         },
         {
           "datasource": {
@@ -7676,7 +7877,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 24,
             "x": 0,
-            "y": 66,
+            "y": 74,
           },
           "options": {
             "legend": {
@@ -7708,7 +7909,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT p99 by instance",
           "transparent": false,
           "type": "timeseries",
-          "id": 24,
+          "id": 27,
         },
         {
           "collapsed": false,
@@ -7716,9 +7917,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 74,
+            "y": 82,
           },
-          "id": 25,
+          "id": 28,
           "panels": [],
           "title": "Saturation",
           "type": "row",
@@ -7743,7 +7944,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 0,
-            "y": 75,
+            "y": 83,
           },
           "options": {
             "legend": {
@@ -7784,7 +7985,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Running and waiting requests",
           "transparent": false,
           "type": "timeseries",
-          "id": 26,
+          "id": 29,
         },
         {
           "datasource": {
@@ -7807,7 +8008,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 8,
-            "y": 75,
+            "y": 83,
           },
           "options": {
             "legend": {
@@ -7839,7 +8040,7 @@ local f = import 'lib/format.libsonnet';
           "title": "KV-cache usage",
           "transparent": false,
           "type": "timeseries",
-          "id": 27,
+          "id": 30,
         },
         {
           "datasource": {
@@ -7861,7 +8062,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 75,
+            "y": 83,
           },
           "options": {
             "legend": {
@@ -7893,7 +8094,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Preemptions",
           "transparent": false,
           "type": "timeseries",
-          "id": 28,
+          "id": 31,
         },
         {
           "collapsed": false,
@@ -7901,9 +8102,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 83,
+            "y": 91,
           },
-          "id": 29,
+          "id": 32,
           "panels": [],
           "title": "API server",
           "type": "row",
@@ -7928,7 +8129,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 6,
             "x": 0,
-            "y": 84,
+            "y": 92,
           },
           "options": {
             "legend": {
@@ -7960,7 +8161,7 @@ local f = import 'lib/format.libsonnet';
           "title": "HTTP requests by status",
           "transparent": false,
           "type": "timeseries",
-          "id": 30,
+          "id": 33,
         },
         {
           "datasource": {
@@ -7982,7 +8183,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 6,
             "x": 6,
-            "y": 84,
+            "y": 92,
           },
           "options": {
             "legend": {
@@ -8014,7 +8215,7 @@ local f = import 'lib/format.libsonnet';
           "title": "API server CPU",
           "transparent": false,
           "type": "timeseries",
-          "id": 31,
+          "id": 34,
         },
         {
           "datasource": {
@@ -8036,7 +8237,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 6,
             "x": 12,
-            "y": 84,
+            "y": 92,
           },
           "options": {
             "legend": {
@@ -8068,7 +8269,7 @@ local f = import 'lib/format.libsonnet';
           "title": "API server memory",
           "transparent": false,
           "type": "timeseries",
-          "id": 32,
+          "id": 35,
         },
         {
           "datasource": {
@@ -8091,7 +8292,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 6,
             "x": 18,
-            "y": 84,
+            "y": 92,
           },
           "options": {
             "legend": {
@@ -8123,7 +8324,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Open file descriptors",
           "transparent": false,
           "type": "timeseries",
-          "id": 33,
+          "id": 36,
         },
         {
           "collapsed": false,
@@ -8131,9 +8332,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 92,
+            "y": 100,
           },
-          "id": 34,
+          "id": 37,
           "panels": [],
           "title": "LoRA adapters",
           "type": "row",
@@ -8159,7 +8360,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 93,
+            "y": 101,
           },
           "options": {
             "legend": {
@@ -8191,7 +8392,7 @@ local f = import 'lib/format.libsonnet';
           "title": "LoRA adapters per server",
           "transparent": false,
           "type": "timeseries",
-          "id": 35,
+          "id": 38,
         },
         {
           "datasource": {
@@ -8228,7 +8429,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 93,
+            "y": 101,
           },
           "options": {
             "cellHeight": "sm",
@@ -8284,7 +8485,7 @@ local f = import 'lib/format.libsonnet';
           ],
           "transparent": false,
           "type": "table",
-          "id": 36,
+          "id": 39,
         },
         {
           "collapsed": false,
@@ -8292,9 +8493,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 101,
+            "y": 109,
           },
-          "id": 37,
+          "id": 40,
           "panels": [],
           "title": "Compute estimates (MFU)",
           "type": "row",
@@ -8320,7 +8521,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 102,
+            "y": 110,
           },
           "options": {
             "legend": {
@@ -8352,7 +8553,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Model FLOP/s per GPU",
           "transparent": false,
           "type": "timeseries",
-          "id": 38,
+          "id": 41,
         },
         {
           "datasource": {
@@ -8375,7 +8576,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 102,
+            "y": 110,
           },
           "options": {
             "legend": {
@@ -8416,7 +8617,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Memory traffic per GPU",
           "transparent": false,
           "type": "timeseries",
-          "id": 39,
+          "id": 42,
         },
         {
           "collapsed": false,
@@ -8424,9 +8625,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 110,
+            "y": 118,
           },
-          "id": 40,
+          "id": 43,
           "panels": [],
           "title": "SLO: Availability",
           "type": "row",
@@ -8457,7 +8658,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 0,
-            "y": 111,
+            "y": 119,
           },
           "options": {
             "colorMode": "value",
@@ -8490,7 +8691,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 41,
+          "id": 44,
         },
         {
           "datasource": {
@@ -8525,7 +8726,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 6,
-            "y": 111,
+            "y": 119,
           },
           "options": {
             "colorMode": "value",
@@ -8558,7 +8759,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 42,
+          "id": 45,
         },
         {
           "datasource": {
@@ -8580,7 +8781,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 111,
+            "y": 119,
           },
           "options": {
             "legend": {
@@ -8666,7 +8867,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Availability burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 43,
+          "id": 46,
         },
         {
           "collapsed": false,
@@ -8674,9 +8875,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 119,
+            "y": 127,
           },
-          "id": 44,
+          "id": 47,
           "panels": [],
           "title": "SLO: TTFT",
           "type": "row",
@@ -8707,7 +8908,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 0,
-            "y": 120,
+            "y": 128,
           },
           "options": {
             "colorMode": "value",
@@ -8740,7 +8941,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 45,
+          "id": 48,
         },
         {
           "datasource": {
@@ -8775,7 +8976,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 6,
-            "y": 120,
+            "y": 128,
           },
           "options": {
             "colorMode": "value",
@@ -8808,7 +9009,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 46,
+          "id": 49,
         },
         {
           "datasource": {
@@ -8830,7 +9031,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 120,
+            "y": 128,
           },
           "options": {
             "legend": {
@@ -8916,7 +9117,7 @@ local f = import 'lib/format.libsonnet';
           "title": "TTFT burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 47,
+          "id": 50,
         },
         {
           "collapsed": false,
@@ -8924,9 +9125,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 128,
+            "y": 136,
           },
-          "id": 48,
+          "id": 51,
           "panels": [],
           "title": "SLO: ITL",
           "type": "row",
@@ -8957,7 +9158,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 0,
-            "y": 129,
+            "y": 137,
           },
           "options": {
             "colorMode": "value",
@@ -8990,7 +9191,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL attainment (" + f.duration($._config["slo.period"]) + ")",
           "transparent": false,
           "type": "stat",
-          "id": 49,
+          "id": 52,
         },
         {
           "datasource": {
@@ -9025,7 +9226,7 @@ local f = import 'lib/format.libsonnet';
             "h": 4,
             "w": 6,
             "x": 6,
-            "y": 129,
+            "y": 137,
           },
           "options": {
             "colorMode": "value",
@@ -9058,7 +9259,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL error budget remaining",
           "transparent": false,
           "type": "stat",
-          "id": 50,
+          "id": 53,
         },
         {
           "datasource": {
@@ -9080,7 +9281,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 129,
+            "y": 137,
           },
           "options": {
             "legend": {
@@ -9166,7 +9367,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL burn rate",
           "transparent": false,
           "type": "timeseries",
-          "id": 51,
+          "id": 54,
         },
       ],
       "refresh": "30s",
@@ -10060,7 +10261,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "End-to-end request latency p95 per server: which replica a model's slow requests come from. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate).",
+          "description": "Where an average request's time goes, per model: waiting in the queue, prefill and decode. Together they approximate the end-to-end latency. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate).",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -10099,12 +10300,30 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "histogram_quantile(0.95, sum by (le, job, instance, model_name) (rate(vllm:e2e_request_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval])))",
-              "legendFormat": "p95 {{instance}} @ {{model_name}}",
+              "expr": "sum by (job, model_name) (rate(vllm:request_queue_time_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval]))\n/\n(sum by (job, model_name) (rate(vllm:request_queue_time_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval])) > 0)",
+              "legendFormat": "queue {{model_name}}",
               "refId": "A",
             },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, model_name) (rate(vllm:request_prefill_time_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval]))\n/\n(sum by (job, model_name) (rate(vllm:request_prefill_time_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval])) > 0)",
+              "legendFormat": "prefill {{model_name}}",
+              "refId": "B",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, model_name) (rate(vllm:request_decode_time_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval]))\n/\n(sum by (job, model_name) (rate(vllm:request_decode_time_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval])) > 0)",
+              "legendFormat": "decode {{model_name}}",
+              "refId": "C",
+            },
           ],
-          "title": "E2E latency p95 by instance",
+          "title": "Mean time per request phase",
           "transparent": false,
           "type": "timeseries",
           "id": 13,
@@ -10118,6 +10337,181 @@ local f = import 'lib/format.libsonnet';
             "y": 38,
           },
           "id": 14,
+          "panels": [],
+          "title": "Latency per server",
+          "type": "row",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "End-to-end request latency p95 per server. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate).",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "unit": "s",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 0,
+            "y": 39,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "histogram_quantile(0.95, sum by (le, job, instance, model_name) (rate(vllm:e2e_request_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval])))",
+              "legendFormat": "p95 {{instance}} @ {{model_name}}",
+              "refId": "A",
+            },
+          ],
+          "title": "E2E latency p95 by instance",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 15,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Inter-token latency p95 per server: a replica on a slow or shared GPU decodes slower. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate).",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "unit": "s",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 8,
+            "y": 39,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "histogram_quantile(0.95, sum by (le, job, instance, model_name) ((rate(vllm:inter_token_latency_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval]) or rate(vllm:time_per_output_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval]))))",
+              "legendFormat": "p95 {{instance}} @ {{model_name}}",
+              "refId": "A",
+            },
+          ],
+          "title": "ITL p95 by instance",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 16,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Mean time a request waited for a slot, per server: a replica its router overloads. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate).",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "unit": "s",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 16,
+            "y": 39,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, instance, model_name) (rate(vllm:request_queue_time_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval]))\n/\n(sum by (job, instance, model_name) (rate(vllm:request_queue_time_seconds_count{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval])) > 0)",
+              "legendFormat": "{{model_name}} @ {{instance}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Mean queue time by instance",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 17,
+        },
+        {
+          "collapsed": false,
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 47,
+          },
+          "id": 18,
           "panels": [],
           "title": "API server endpoints",
           "type": "row",
@@ -10142,7 +10536,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 39,
+            "y": 48,
           },
           "options": {
             "legend": {
@@ -10174,7 +10568,7 @@ local f = import 'lib/format.libsonnet';
           "title": "HTTP requests by endpoint",
           "transparent": false,
           "type": "timeseries",
-          "id": 15,
+          "id": 19,
         },
         {
           "datasource": {
@@ -10196,7 +10590,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 39,
+            "y": 48,
           },
           "options": {
             "legend": {
@@ -10228,7 +10622,7 @@ local f = import 'lib/format.libsonnet';
           "title": "HTTP mean duration by endpoint",
           "transparent": false,
           "type": "timeseries",
-          "id": 16,
+          "id": 20,
         },
         {
           "datasource": {
@@ -10289,7 +10683,7 @@ local f = import 'lib/format.libsonnet';
             "h": 6,
             "w": 24,
             "x": 0,
-            "y": 47,
+            "y": 56,
           },
           "options": {
             "cellHeight": "sm",
@@ -10368,7 +10762,7 @@ local f = import 'lib/format.libsonnet';
           ],
           "transparent": false,
           "type": "table",
-          "id": 17,
+          "id": 21,
         },
         {
           "collapsed": false,
@@ -10376,9 +10770,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 53,
+            "y": 62,
           },
-          "id": 18,
+          "id": 22,
           "panels": [],
           "title": "Request stages (from vLLM's spans)",
           "type": "row",
@@ -10404,7 +10798,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 24,
             "x": 0,
-            "y": 54,
+            "y": 63,
           },
           "options": {
             "legend": {
@@ -10463,7 +10857,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Stage time p95 per model",
           "transparent": false,
           "type": "timeseries",
-          "id": 19,
+          "id": 23,
         },
       ],
       "refresh": "30s",

@@ -119,6 +119,14 @@ local f = import 'lib/format.libsonnet';
             "expr": "max by (job, model_name) (engine:vllm_kv_cache_usage:ratio)",
           },
           {
+            "record": "model:vllm_kv_cache_usage:avg",
+            "expr": "avg by (job, model_name) (engine:vllm_kv_cache_usage:ratio)",
+          },
+          {
+            "record": "model:vllm_kv_cache_usage:min",
+            "expr": "min by (job, model_name) (engine:vllm_kv_cache_usage:ratio)",
+          },
+          {
             "record": "engine:vllm_kv_cache_usage:stddev10m",
             "expr": "max by (job, instance, model_name, engine) ((stddev_over_time(vllm:kv_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + "}[10s]) or stddev_over_time(vllm:gpu_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + "}[10s])))",
           },
