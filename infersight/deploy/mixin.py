@@ -15,9 +15,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from infersight import evaluation_intervals
 from infersight.bundle import pack_dashboards, pack_groups
 from infersight.config import Config
 from infersight.deploy import trace
+from infersight.durations import Duration
 from infersight.output import dump_json
 from infersight.packs import PACKS, by_name
 from infersight.rules import rule_file
@@ -97,6 +99,17 @@ _FORMAT_LIB = """\
   duration(x)::
     assert std.isString(x) : 'durations are strings such as "5m", got ' + std.toString(x);
     x,
+  // A duration's seconds: '1h30m' -> 5400.
+  seconds(x)::
+    local units = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86400, w: 604800, y: 31536000 };
+    local add(acc) =
+      assert acc.num != '' && std.objectHas(units, acc.unit) : 'not a duration: ' + std.toString(x);
+      acc.total + std.parseInt(acc.num) * units[acc.unit];
+    local step(acc, c) =
+      if std.member('0123456789', c) then
+        if acc.unit == '' then acc { num: acc.num + c } else { total: add(acc), num: c, unit: '' }
+      else acc { unit: acc.unit + c };
+    add(std.foldl(step, std.stringChars(self.duration(x)), { total: 0, num: '', unit: '' })),
   // A selector: PromQL label matchers joined as inside {...} (infersight.promql.braces).
   matchers(x)::
     assert std.isArray(x) && std.length(x) > 0 && std.all([std.isString(m) for m in x])
@@ -145,8 +158,10 @@ def files(cfg: Config, header: str) -> dict[str, str]:
     out = {
         f"{DIR}/mixin.libsonnet": comment
         + "// The infersight monitoring mixin: prometheusRules, prometheusAlerts, grafanaDashboards.\n"
+        + _prompt_for_guard(cfg, template)
         + "(import 'config.libsonnet') +\n(import 'rules.libsonnet') +\n"
-        + "(import 'alerts.libsonnet') +\n(import 'dashboards.libsonnet')\n",
+        + "(import 'alerts.libsonnet') +\n(import 'dashboards.libsonnet')"
+        + (" + guard\n" if _prompt_sides(cfg, template) else "\n"),
         f"{DIR}/config.libsonnet": comment
         + "// Every setting of infersight.yaml that the rules and dashboards print verbatim, by its\n"
         + "// dotted path. Override with: mixin + { _config+:: { 'slo.availability.objective': 0.999,\n"
@@ -164,6 +179,58 @@ def files(cfg: Config, header: str) -> dict[str, str]:
     dashboards = to_jsonnet(template["grafanaDashboards"], 1)
     out[f"{DIR}/dashboards.libsonnet"] = _field_file(comment, "grafanaDashboards", dashboards)
     return out
+
+
+def _prompt_sides(cfg: Config, template: dict[str, Any]) -> dict[str, bool]:
+    """The _config key of every alert's for:, and whether its built value makes the alert prompt
+    (under PROMPT_FOR): which side decides the evaluation group of what the alert reads
+    (infersight.evaluation_intervals). Empty where nothing moves (the two intervals are equal)."""
+    if cfg.scaled(cfg.intervals.dashboard_evaluation) <= cfg.scaled(cfg.intervals.evaluation):
+        return {}
+    sides = {}
+    for group in template["prometheusAlerts"]["groups"]:
+        for rule in group["rules"]:
+            ref = rule.get("for")
+            if isinstance(ref, trace.Text) and len(ref.parts) == 1:
+                ref = ref.parts[0]
+            if isinstance(ref, trace.Ref):
+                # Unscaled on both sides: _config holds infersight.yaml's values.
+                sides[ref.key] = Duration.parse(_setting(cfg, ref.key)) < evaluation_intervals.PROMPT_FOR
+    return dict(sorted(sides.items()))
+
+
+def _setting(cfg: Config, key: str) -> str:
+    node: Any = cfg.model_dump(mode="json", by_alias=True)
+    for part in key.split("."):
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    return str(node)
+
+
+def _prompt_for_guard(cfg: Config, template: dict[str, Any]) -> str:
+    """A jsonnet assert that refuses a for: override crossing PROMPT_FOR: the groups were split by
+    the built values, so the alert would read recordings evaluated at the other interval."""
+    sides = _prompt_sides(cfg, template)
+    if not sides:
+        return ""
+    limit = evaluation_intervals.PROMPT_FOR
+    return (
+        "local f = import 'lib/format.libsonnet';\n"
+        f"// Each alert's for: and whether it is under {limit}: that side"
+        " decided which\n// evaluation interval what the alert reads got, so an override may not cross it.\n"
+        f"local prompt = {to_jsonnet(sides)};\n"
+        # On the three output fields, not as an object assert: that would run again on every
+        # $._config lookup inside the templates (100 times slower to evaluate).
+        "local guard = {\n"
+        "  local moved = [k for k in std.objectFields(prompt)\n"
+        f"                 if (f.seconds(self._config[k]) < {limit.total_seconds:g}) != prompt[k]],\n"
+        "  local checked(x) = if moved == [] then x else error 'a for: moved across "
+        f"{limit} changes the evaluation interval of what its alert reads, '\n"
+        "    + 'which the mixin cannot regroup; set it in infersight.yaml and rebuild: ' + std.join(', ', moved),\n"
+        "  prometheusRules:: checked(super.prometheusRules),\n"
+        "  prometheusAlerts:: checked(super.prometheusAlerts),\n"
+        "  grafanaDashboards:: checked(super.grafanaDashboards),\n"
+        "};\n"
+    )
 
 
 def _field_file(comment: str, field: str, body: str) -> str:

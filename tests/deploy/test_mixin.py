@@ -367,3 +367,32 @@ def test_a_selector_printed_in_another_form_is_not_exposed(printed: Any) -> None
 
     traced = trace.trace(Config(), ["builder"], build)
     assert [leaf.key for leaf in traced.settings] == ["alerts.serving.target_down.for"]
+
+
+def test_a_for_moved_across_ten_minutes_in_jsonnet_is_refused_with_its_key(bundle_dir: Path) -> None:
+    """An alert's for: under 10 m keeps what it reads in the 30 s groups, one of 10 m or more lets
+    it move to the 1 m groups (infersight.evaluation_intervals). The mixin cannot regroup, so an
+    override that crosses 10 m fails and names the key; one that stays on its side is the build."""
+    with pytest.raises(RuntimeError, match=r"infersight\.yaml and rebuild: alerts\.serving\.outlier_replica\.for"):
+        evaluate(bundle_dir, {"alerts.serving.outlier_replica.for": "5m"})  # 15m in the build
+    with pytest.raises(RuntimeError, match=r"rebuild: alerts\.serving\.target_down\.for"):
+        evaluate(bundle_dir, {"alerts.serving.target_down.for": "10m"})  # 5m in the build
+    stays = {"alerts.serving.outlier_replica.for": "20m", "alerts.serving.target_down.for": "9m"}
+    expected = {"alerts": {"serving": {"outlier_replica": {"for": "20m"}, "target_down": {"for": "9m"}}}}
+    assert evaluate(bundle_dir, stays) == mixin.core(parse_config(expected))
+
+
+def test_the_mixin_reads_prometheus_durations_as_seconds(bundle_dir: Path) -> None:
+    snippet = "local f = import 'lib/format.libsonnet'; [f.seconds(d) for d in %s]"
+    durations = ["1h30m", "90s", "10m", "1d", "500ms", "1w2d"]
+    text = _jsonnet.evaluate_snippet("t", snippet % json.dumps(durations), jpathdir=[str(bundle_dir / mixin.DIR)])
+    assert json.loads(text) == [5400, 90, 600, 86400, 0.5, 777600]
+    with pytest.raises(RuntimeError, match="not a duration"):
+        _jsonnet.evaluate_snippet("t", snippet % '["5x"]', jpathdir=[str(bundle_dir / mixin.DIR)])
+
+
+def test_no_guard_where_no_recording_moves() -> None:
+    """With both intervals equal nothing is split by for:, so any override is the build."""
+    cfg = parse_config({"intervals": {"dashboard_evaluation": "30s"}})
+    assert "guard" not in mixin.files(cfg, "header")[f"{mixin.DIR}/mixin.libsonnet"]
+    assert "error 'a for: moved" in mixin.files(Config(), "header")[f"{mixin.DIR}/mixin.libsonnet"]

@@ -23,6 +23,17 @@
   duration(x)::
     assert std.isString(x) : 'durations are strings such as "5m", got ' + std.toString(x);
     x,
+  // A duration's seconds: '1h30m' -> 5400.
+  seconds(x)::
+    local units = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86400, w: 604800, y: 31536000 };
+    local add(acc) =
+      assert acc.num != '' && std.objectHas(units, acc.unit) : 'not a duration: ' + std.toString(x);
+      acc.total + std.parseInt(acc.num) * units[acc.unit];
+    local step(acc, c) =
+      if std.member('0123456789', c) then
+        if acc.unit == '' then acc { num: acc.num + c } else { total: add(acc), num: c, unit: '' }
+      else acc { unit: acc.unit + c };
+    add(std.foldl(step, std.stringChars(self.duration(x)), { total: 0, num: '', unit: '' })),
   // A selector: PromQL label matchers joined as inside {...} (infersight.promql.braces).
   matchers(x)::
     assert std.isArray(x) && std.length(x) > 0 && std.all([std.isString(m) for m in x])
