@@ -67,10 +67,8 @@ def _raw_mean(cfg: Config, metric: str, by: tuple[str, ...]) -> str:
 
 def _tpot_cohorts(cfg: Config) -> tuple[serving_rules.Cohort, ...]:
     """The ITL SLO's models and thresholds (its per-model overrides apply), even while it is off."""
-    for spec in serving_rules.slo_specs(cfg):
-        if spec.name == "itl":
-            return spec.cohorts
-    return (serving_rules.Cohort(None, cfg.slo.itl.objective, cfg.slo.itl.threshold_seconds),)
+    (itl,) = (spec for spec in serving_rules.slo_specs(cfg, include_disabled=True) if spec.name == "itl")
+    return itl.cohorts
 
 
 def tpot_attainment(cfg: Config) -> str:

@@ -23,6 +23,11 @@ def _selected(name: str, extra: list[str] | None = None, base: list[str] = INSTA
     return promql.recorded(name, [*base, *(extra or [])])
 
 
+def _targets(cfg: Config) -> str:
+    """The selected vLLM scrape targets' up: the vLLM selectors too, as the target-down alert reads."""
+    return promql.series("up", [*cfg.selectors.vllm, *filters("job", "instance")])
+
+
 def _overview(cfg: Config) -> Section:
     bad = serving_rules.bad_reasons(cfg)
     ttft_buckets = conventions.bucket_rate(cfg, "vllm:time_to_first_token_seconds", "model")
@@ -33,7 +38,7 @@ def _overview(cfg: Config) -> Section:
                 "Targets up",
                 "vLLM scrape targets answering right now (selected jobs and instances).",
                 "short",
-                [Query(f"sum({promql.recorded('up', filters('job', 'instance'))})", instant=True)],
+                [Query(f"sum({_targets(cfg)})", instant=True)],
                 thresholds=((None, "red"), (1, "green")),
             ),
             stat(
@@ -88,7 +93,7 @@ def _overview(cfg: Config) -> Section:
                 "vLLM scrape targets that did not answer their last scrape (selected jobs and instances); "
                 "InfersightVLLMTargetDown pages on one that stays down.",
                 "short",
-                [Query(f"count({promql.recorded('up', filters('job', 'instance'))} == 0) or vector(0)", instant=True)],
+                [Query(f"count({_targets(cfg)} == 0) or vector(0)", instant=True)],
                 width=8,
                 thresholds=((None, "green"), (1, "red")),
             ),

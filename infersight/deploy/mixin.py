@@ -20,6 +20,7 @@ from infersight.bundle import pack_dashboards, pack_groups
 from infersight.config import Config
 from infersight.deploy import trace
 from infersight.durations import Duration
+from infersight.lint import metric_names
 from infersight.output import dump_json
 from infersight.packs import PACKS, by_name
 from infersight.rules import rule_file
@@ -155,13 +156,14 @@ def files(cfg: Config, header: str) -> dict[str, str]:
     template = assemble(traced.templates)
     comment = "".join(f"// {line}\n" for line in header.splitlines())
     settings = {leaf.key: list(leaf.value) if isinstance(leaf.value, tuple) else leaf.value for leaf in traced.settings}
+    patient = _patient_for_keys(cfg, template)
     out = {
         f"{DIR}/mixin.libsonnet": comment
         + "// The infersight monitoring mixin: prometheusRules, prometheusAlerts, grafanaDashboards.\n"
-        + _prompt_for_guard(cfg, template)
+        + (_prompt_for_guard(cfg, patient) if patient else "")
         + "(import 'config.libsonnet') +\n(import 'rules.libsonnet') +\n"
         + "(import 'alerts.libsonnet') +\n(import 'dashboards.libsonnet')"
-        + (" + guard\n" if _prompt_sides(cfg, template) else "\n"),
+        + (" + guard\n" if patient else "\n"),
         f"{DIR}/config.libsonnet": comment
         + "// Every setting of infersight.yaml that the rules and dashboards print verbatim, by its\n"
         + "// dotted path. Override with: mixin + { _config+:: { 'slo.availability.objective': 0.999,\n"
@@ -181,51 +183,63 @@ def files(cfg: Config, header: str) -> dict[str, str]:
     return out
 
 
-def _prompt_sides(cfg: Config, template: dict[str, Any]) -> dict[str, bool]:
-    """The _config key of every alert's for:, and whether its built value makes the alert prompt
-    (under PROMPT_FOR): which side decides the evaluation group of what the alert reads
-    (infersight.evaluation_intervals). Empty where nothing moves (the two intervals are equal)."""
-    if cfg.scaled(cfg.intervals.dashboard_evaluation) <= cfg.scaled(cfg.intervals.evaluation):
-        return {}
-    sides = {}
-    for group in template["prometheusAlerts"]["groups"]:
-        for rule in group["rules"]:
-            ref = rule.get("for")
+def _patient_for_keys(cfg: Config, template: dict[str, Any]) -> list[str]:
+    """The _config keys of the for: of every alert that is patient as built (for: of PROMPT_FOR or
+    more) and reads, directly or through other recordings, one that moved to the dashboard interval
+    (infersight.evaluation_intervals): under PROMPT_FOR that alert would read it a minute late.
+    Empty where nothing moves (the two intervals are equal)."""
+    slow = cfg.scaled(cfg.intervals.dashboard_evaluation)
+    if slow <= cfg.scaled(cfg.intervals.evaluation):
+        return []
+    built = core(cfg)
+    recorded = {
+        r["record"]: (r["expr"], Duration.parse(g["interval"]))
+        for g in built["prometheusRules"]["groups"]
+        for r in g["rules"]
+    }
+
+    def reads_a_moved_recording(expr: str) -> bool:
+        todo, seen = [expr], set()
+        while todo:
+            for name in metric_names(todo.pop()):
+                if name in recorded and name not in seen:
+                    seen.add(name)
+                    if recorded[name][1] == slow:
+                        return True
+                    todo.append(recorded[name][0])
+        return False
+
+    keys = set()
+    # The template is the same build with settings traced: its groups and rules in the same order.
+    pairs = zip(template["prometheusAlerts"]["groups"], built["prometheusAlerts"]["groups"], strict=False)
+    for tmpl_group, group in pairs:
+        for tmpl, rule in zip(tmpl_group["rules"], group["rules"], strict=False):
+            ref = tmpl.get("for")
             if isinstance(ref, trace.Text) and len(ref.parts) == 1:
                 ref = ref.parts[0]
-            if isinstance(ref, trace.Ref):
-                # Unscaled on both sides: _config holds infersight.yaml's values.
-                sides[ref.key] = Duration.parse(_setting(cfg, ref.key)) < evaluation_intervals.PROMPT_FOR
-    return dict(sorted(sides.items()))
+            patient = Duration.parse(rule.get("for", "0s")) >= cfg.scaled(evaluation_intervals.PROMPT_FOR)
+            if isinstance(ref, trace.Ref) and patient and reads_a_moved_recording(rule["expr"]):
+                keys.add(ref.key)
+    return sorted(keys)
 
 
-def _setting(cfg: Config, key: str) -> str:
-    node: Any = cfg.model_dump(mode="json", by_alias=True)
-    for part in key.split("."):
-        node = node[int(part)] if isinstance(node, list) else node[part]
-    return str(node)
-
-
-def _prompt_for_guard(cfg: Config, template: dict[str, Any]) -> str:
-    """A jsonnet assert that refuses a for: override crossing PROMPT_FOR: the groups were split by
-    the built values, so the alert would read recordings evaluated at the other interval."""
-    sides = _prompt_sides(cfg, template)
-    if not sides:
-        return ""
+def _prompt_for_guard(cfg: Config, keys: list[str]) -> str:
+    """A jsonnet check that refuses an override bringing one of ``keys`` under PROMPT_FOR: the groups
+    were split by the built values, and the mixin cannot regroup."""
     limit = evaluation_intervals.PROMPT_FOR
     return (
         "local f = import 'lib/format.libsonnet';\n"
-        f"// Each alert's for: and whether it is under {limit}: that side"
-        " decided which\n// evaluation interval what the alert reads got, so an override may not cross it.\n"
-        f"local prompt = {to_jsonnet(sides)};\n"
+        f"// The for: of each alert that reads recordings evaluated every {cfg.intervals.dashboard_evaluation},"
+        f" as its for: of {limit} or more\n// allowed when the groups were built: under {limit} it may not go.\n"
+        f"local patient = {to_jsonnet(keys)};\n"
         # On the three output fields, not as an object assert: that would run again on every
         # $._config lookup inside the templates (100 times slower to evaluate).
         "local guard = {\n"
-        "  local moved = [k for k in std.objectFields(prompt)\n"
-        f"                 if (f.seconds(self._config[k]) < {limit.total_seconds:g}) != prompt[k]],\n"
-        "  local checked(x) = if moved == [] then x else error 'a for: moved across "
-        f"{limit} changes the evaluation interval of what its alert reads, '\n"
-        "    + 'which the mixin cannot regroup; set it in infersight.yaml and rebuild: ' + std.join(', ', moved),\n"
+        f"  local moved = [k for k in patient if f.seconds(self._config[k]) < {limit.total_seconds:g}],\n"
+        f"  local checked(x) = if moved == [] then x else error 'a for: under {limit} needs what its alert "
+        "reads evaluated '\n"
+        f"    + 'every {cfg.intervals.evaluation}, which the mixin cannot regroup; set it in infersight.yaml and "
+        "rebuild: ' + std.join(', ', moved),\n"
         "  prometheusRules:: checked(super.prometheusRules),\n"
         "  prometheusAlerts:: checked(super.prometheusAlerts),\n"
         "  grafanaDashboards:: checked(super.grafanaDashboards),\n"

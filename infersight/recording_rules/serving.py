@@ -150,13 +150,14 @@ def _definitions(cfg: Config) -> tuple[_SLODefinition, ...]:
     )
 
 
-def slo_specs(cfg: Config) -> list[SLOSpec]:
-    """The enabled SLOs, each split into cohorts by per-model overrides."""
+def slo_specs(cfg: Config, include_disabled: bool = False) -> list[SLOSpec]:
+    """The enabled SLOs (every one with ``include_disabled``), each split into cohorts by per-model
+    overrides."""
     overrides = cfg.slo.overrides
     default_matcher = promql.label_matcher("model_name", "!~", promql.alternation(overrides)) if overrides else None
     specs: list[SLOSpec] = []
     for slo in _definitions(cfg):
-        if not slo.enabled:
+        if not (slo.enabled or include_disabled):
             continue
         cohorts = [Cohort(default_matcher, slo.objective, slo.threshold)]
         for model, override in sorted(overrides.items()):

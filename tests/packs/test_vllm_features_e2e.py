@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from infersight.recording_rules import kv_cache as kv_cache_rules
+from infersight.recording_rules import kv_connectors
 from infersight.recording_rules import spec_decode as spec_rules
 from infersight.stack.observed import ObservedStack
 from infersight.stack.tiny_models import SERVED_NAMES, ensure_tiny_lora
@@ -132,6 +134,12 @@ def test_every_panel_of_the_flag_gated_families_has_data_on_a_real_vllm(
             running = 'instance:vllm_lora_adapters:count{state="running"} == 1'
             assert_queries_eventually(stack.prometheus, {"lora": running}, bool, 60, "the LoRA adapter counted running")
             counted = stack.prometheus.query("instance:vllm_lora_adapters:count")
+            # The connector really loads: prompts it stored come back from it, counted both ways.
+            loaded = {
+                "external hits": f"{kv_connectors.cache_hit_ratio(CFG, 'external_prefix_cache')} > 0",
+                "loaded tokens": f'{kv_cache_rules.prompt_tokens_by_source(CFG)}{{source="external_kv_transfer"}} > 0',
+            }
+            assert_queries_eventually(stack.prometheus, loaded, bool, 60, "KV loaded by the connector")
             spec_panels = [
                 p["title"] for p in stack.bundle.dashboard("vllm-spec-decode.json")["panels"] if p.get("targets")
             ]
