@@ -43,7 +43,7 @@ from grafana_foundation_sdk.models.common import (
     TooltipDisplayMode,
 )
 
-from infersight import promql
+from infersight import conventions, promql
 from infersight.config import Config
 
 DATASOURCE = DataSourceRef(type_val="prometheus", uid="${datasource}")
@@ -62,6 +62,17 @@ class Query:
 def filters(*labels: str) -> list[str]:
     """Matchers that apply the dashboard's chained variables, e.g. job=~"$job"."""
     return [f'{label}=~"${label}"' for label in labels]
+
+
+def model_quantiles(cfg: Config, metric: str, quantiles: Sequence[float], label: str = "") -> list[Query]:
+    """One line per recorded per-model quantile of a histogram, e.g. "p95 sync tiny-moe"."""
+    return [
+        Query(
+            promql.recorded(conventions.quantile(cfg, metric, "model", qv), filters("job", "model_name")),
+            f"p{round(qv * 100)} {label}{{{{model_name}}}}",
+        )
+        for qv in quantiles
+    ]
 
 
 def _targets(queries: Sequence[Query]) -> list[Builder[Any]]:

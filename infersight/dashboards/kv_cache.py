@@ -9,7 +9,7 @@ from typing import Any
 from infersight import conventions, promql
 from infersight.config import Config
 from infersight.dashboards import kv_connectors
-from infersight.dashboards.common import Column, Query, Section, filters, render, table, timeseries
+from infersight.dashboards.common import Column, Query, Section, filters, model_quantiles, render, table, timeseries
 from infersight.recording_rules import kv_cache as kv_cache_rules
 from infersight.recording_rules import kv_connectors as kv_connectors_rules
 from infersight.recording_rules import serving as serving_rules
@@ -26,17 +26,6 @@ _WHO_ENGINE = _WHO + " e{{engine}}"
 def _raw(cfg: Config, metric: str, matchers: Sequence[str] = INSTANCE_FILTERS) -> str:
     """A raw vLLM series on this dashboard, for what a recording would not make cheaper."""
     return promql.series(metric, [*cfg.selectors.vllm, *matchers])
-
-
-def _model_quantiles(cfg: Config, metric: str, quantiles: Sequence[float]) -> list[Query]:
-    """One line per recorded per-model quantile of a histogram, e.g. "p95 tiny-moe"."""
-    return [
-        Query(
-            promql.recorded(conventions.quantile(cfg, metric, "model", qv), MODEL_FILTERS),
-            f"p{round(qv * 100)} {{{{model_name}}}}",
-        )
-        for qv in quantiles
-    ]
 
 
 def _usage(cfg: Config) -> Section:
@@ -194,7 +183,7 @@ def _residency(cfg: Config) -> Section:
                 f"p50 and p95 per model over {cfg.intervals.rate}, from the blocks vLLM samples "
                 "(--kv-cache-metrics-sample, 1% by default). " + why,
                 "s",
-                _model_quantiles(cfg, metric, kv_cache_rules.RESIDENCY_QUANTILES),
+                model_quantiles(cfg, metric, kv_cache_rules.RESIDENCY_QUANTILES),
                 width=8,
                 no_value=off,
             )
@@ -324,7 +313,7 @@ def _phases(cfg: Config) -> Section:
             f"{title} latency",
             f"{title} p50/p95/p99 per model, from vLLM's histogram over {cfg.intervals.rate}.",
             "s",
-            _model_quantiles(cfg, metric, conventions.QUANTILES),
+            model_quantiles(cfg, metric, conventions.QUANTILES),
             width=8,
         )
         for metric, title in kv_cache_rules.PHASE_HISTOGRAMS

@@ -14,7 +14,7 @@ from grafana_foundation_sdk.builders.timeseries import Panel as TimeseriesPanel
 
 from infersight import conventions, promql
 from infersight.config import Config
-from infersight.dashboards.common import Query, Section, filters, timeseries
+from infersight.dashboards.common import Query, Section, filters, model_quantiles, timeseries
 from infersight.recording_rules import kv_connectors as rules
 
 MODEL_FILTERS = filters("job", "model_name")
@@ -49,16 +49,6 @@ def _rates(
     """A panel of recorded per-model rates: (TRANSFER_RATES kind, legend prefix) each."""
     queries = [Query(_rate(cfg, kind), f"{prefix} {{{{model_name}}}}") for kind, prefix in series]
     return timeseries(title, description, unit, queries, width=width, no_value=no_value)
-
-
-def _quantiles(cfg: Config, metric: str, quantiles: Sequence[float], label: str = "") -> list[Query]:
-    return [
-        Query(
-            promql.recorded(conventions.quantile(cfg, metric, "model", qv), MODEL_FILTERS),
-            f"p{round(qv * 100)} {label}{{{{model_name}}}}",
-        )
-        for qv in quantiles
-    ]
 
 
 def _raw_by_instance(cfg: Config, op: str, metric: str) -> str:
@@ -128,7 +118,7 @@ def _nixl(cfg: Config) -> Section:
                 f"Time of one KV transfer, p50 and p95 per model over {cfg.intervals.rate}: slow transfers "
                 "stall decode on the receiving side.",
                 "s",
-                _quantiles(cfg, rules.NIXL_XFER_TIME, rules.TRANSFER_QUANTILES),
+                model_quantiles(cfg, rules.NIXL_XFER_TIME, rules.TRANSFER_QUANTILES),
                 width=8,
                 no_value=NIXL,
             ),
@@ -137,7 +127,7 @@ def _nixl(cfg: Config) -> Section:
                     f"NIXL {title.lower()}",
                     f"p50 and p95 per model over {cfg.intervals.rate}.",
                     unit,
-                    _quantiles(cfg, metric, rules.TRANSFER_QUANTILES),
+                    model_quantiles(cfg, metric, rules.TRANSFER_QUANTILES),
                     width=8,
                     no_value=NIXL,
                 )
@@ -207,7 +197,7 @@ def _offload(cfg: Config) -> Section:
                 [
                     q
                     for metric, kind in rules.LOOKUP_HISTOGRAMS
-                    for q in _quantiles(cfg, metric, rules.LOOKUP_QUANTILES, f"{kind} ")
+                    for q in model_quantiles(cfg, metric, rules.LOOKUP_QUANTILES, f"{kind} ")
                 ],
                 width=8,
                 no_value=OFFLOAD,
