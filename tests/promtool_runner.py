@@ -16,11 +16,22 @@ from infersight.config import Config
 
 
 def promtool_test(test_file: Path, workdir: Path, cfg: Config | None = None) -> subprocess.CompletedProcess[str]:
-    bundle_files.write(bundle_files.render(bundle.build(cfg or Config()), with_deploy=False), workdir)
+    files = bundle_files.render(bundle.build(cfg or Config()), with_deploy=False)
+    _check_eval_order(test_file, files)
+    bundle_files.write(files, workdir)
     shutil.copy(test_file, workdir / test_file.name)
     return subprocess.run(
         ["promtool", "test", "rules", test_file.name], cwd=workdir, capture_output=True, text=True, timeout=300
     )
+
+
+def _check_eval_order(test_file: Path, files: dict[str, str]) -> None:
+    """Every group a test's ``group_eval_order`` names is in its rule files. promtool accepts a
+    name that matches nothing, and a renamed or split group then silently loses its place."""
+    data = yaml.safe_load(test_file.read_text())
+    groups = {g["name"] for rel in data["rule_files"] for g in yaml.safe_load(files[rel])["groups"]}
+    unknown = [name for name in data.get("group_eval_order", []) if name not in groups]
+    assert not unknown, f"{test_file.name}: group_eval_order names groups the rule files lack: {unknown}"
 
 
 def only_case(test_file: Path, case: str, workdir: Path) -> Path:
