@@ -45,6 +45,19 @@ MAX_ENGINES = 20000
 DEFAULT_WAIT = "6m"
 
 
+MAX_FLEET_SIZES = 6
+
+
+def _engine_counts(text: str) -> tuple[int, ...]:
+    """``1000``, or ``10,100,1000`` for several fleet sizes in one run (measured smallest first)."""
+    counts = sorted({_positive(part.strip()) for part in text.split(",")})
+    if len(counts) > MAX_FLEET_SIZES:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} names {len(counts)} fleet sizes: give at most {MAX_FLEET_SIZES} (each takes --duration or more)"
+        )
+    return tuple(counts)
+
+
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -61,7 +74,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     f = bench_sub.add_parser(
         "fleet", help="a synthetic fleet of vLLM engines on a real Prometheus: rule, series and dashboard cost"
     )
-    f.add_argument("--engines", type=_positive, required=True, help="vLLM servers (scrape targets) to simulate")
+    f.add_argument(
+        "--engines",
+        type=_engine_counts,
+        required=True,
+        help="vLLM servers (scrape targets) to simulate; several comma-separated sizes (10,100,1000) are measured "
+        "one after another in the same run and compared per engine",
+    )
     f.add_argument("--models", type=_positive, default=20, help="models they serve (default 20; one in ten is MoE)")
     f.add_argument("--config", type=Path, help="infersight.yaml (default: embedded defaults)")
     f.add_argument("--bundle", type=Path, help="measure this already built bundle instead of building one")
@@ -201,23 +220,27 @@ def run_fleet(args: argparse.Namespace) -> int:
             files = bundle_files.render(bundle.build(cfg), with_deploy=False)
     except (ConfigError, LintError, BundleError) as exc:
         return _fail(str(exc), EXIT_BAD_INPUT)
-    problem = bench.capacity_problem(args.engines)
+    problem = bench.capacity_problem(max(args.engines))
     if problem:
         return _fail(f"this machine cannot serve the fleet: {problem}", EXIT_BAD_INPUT)
     workdir = Path(tempfile.mkdtemp(prefix="infersight-bench-"))
+    reports = []
     try:
         with interrupts_raise():
-            report = bench.run(
-                workdir,
-                cfg,
-                files,
-                args.engines,
-                args.models,
-                args.duration,
-                _say,
-                baseline=not args.no_baseline,
-                dashboards=not args.no_dashboards,
-            )
+            for engines in args.engines:
+                report = bench.run(
+                    workdir / str(engines),
+                    cfg,
+                    files,
+                    engines,
+                    args.models,
+                    args.duration,
+                    _say,
+                    baseline=not args.no_baseline,
+                    dashboards=not args.no_dashboards,
+                )
+                reports.append(report)
+                print(bench.render(report), flush=True)  # each size as soon as it is measured
     except (KeyboardInterrupt, Terminated) as exc:
         return _interrupted(exc, "fleet")
     except ServiceError as exc:
@@ -227,5 +250,6 @@ def run_fleet(args: argparse.Namespace) -> int:
     finally:
         with uninterruptible():
             shutil.rmtree(workdir, ignore_errors=True)
-    print(bench.render(report))
+    if len(reports) > 1:
+        print(bench.render_growth(reports))
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -353,3 +353,35 @@ def _one_range(range_s: float, step_s: float, costs: list[DashboardCost]) -> lis
         whole = f">={whole_x:.1f}x (raw failed on {t[7]:.0f} of its panels)" if t[7] else f"{whole_x:>6.1f}x"
         lines.append(f"{board:<28} {t[0]:>11.0f} {t[1]:>7.3f}s | {samples_x:>6.1f}x {time_x:>6.1f}x | {whole}")
     return [*lines, ""]
+
+
+def render_growth(reports: Sequence[Report]) -> str:
+    """One row per fleet size, measured in the same run: what each engine costs as N grows (it
+    should stay flat), and the rule time per 1,000 engines."""
+    first = reports[0]
+    lines = [
+        f"growth with the fleet, one run ({first.machine}; {first.models} models, one in ten MoE): "
+        "per engine, and per 1,000 engines",
+        f"{'engines':>8} {'raw/eng':>8} {'rec/eng':>8} {'rec % raw':>9} {'head/eng':>9} {'RSS KiB/eng':>11} "
+        f"{'no rules':>9} {'rules %':>8} {'% /1k eng':>9} {'cores /1k':>9} {'dash 1h samples/eng':>19}",
+    ]
+    for r in reports:
+        s = r.series
+        raw, recorded = (s.raw, s.recorded) if s is not None else (0, 0)
+        share = sum(g.share for g in r.groups)
+        cores = r.cpu_use.cores.get(PROMETHEUS, 0.0) if r.cpu_use is not None else 0.0
+        bare = f"{r.baseline_rss_bytes / 1024 / r.servers:>9.1f}" if r.baseline_rss_bytes is not None else f"{'-':>9}"
+        hour = r.dashboards.get(DASHBOARD_RANGES_S[0])
+        dash = f"{sum(d.recorded.samples for d in hour) / r.servers:>19.0f}" if hour else f"{'-':>19}"
+        lines.append(
+            f"{r.servers:>8} {raw / r.servers:>8.0f} {recorded / r.servers:>8.1f} "
+            f"{100 * recorded / max(raw, 1):>8.1f}% {r.head_series / r.servers:>9.0f} "
+            f"{r.rss_bytes / 1024 / r.servers:>11.1f} {bare} {100 * share:>7.2f}% "
+            f"{100 * share * 1000 / r.servers:>8.2f}% {cores * 1000 / r.servers:>9.2f} {dash}"
+        )
+    lines.append(
+        "rec/eng falls with N while the per-model and per-expert recordings (which do not grow with engines) "
+        "are spread over more engines; rules % per 1,000 engines is the rule time a fleet of that size "
+        "would cost at the same per-engine rate"
+    )
+    return "\n".join(lines)

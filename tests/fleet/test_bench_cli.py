@@ -35,6 +35,27 @@ def test_zero_engines_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.parametrize(
+    ("engines", "says"),
+    [
+        ("10,0", "'0' is not a count"),
+        ("10,,100", "'' is not a count"),
+        ("10,many", "'many' is not a count"),
+        ("1,2,3,4,5,6,7", "names 7 fleet sizes: give at most 6"),
+    ],
+)
+def test_a_bad_list_of_fleet_sizes_is_refused(capsys: pytest.CaptureFixture[str], engines: str, says: str) -> None:
+    assert says in _one_line_error(capsys, ["bench", "fleet", f"--engines={engines}"])
+
+
+def test_the_largest_of_several_sizes_is_the_one_checked_against_memory(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bench, "available_bytes", lambda: 4 * 2**30)
+    line = _one_line_error(capsys, ["bench", "fleet", "--engines=1000,10"])
+    assert "1000 engines need about" in line
+
+
+@pytest.mark.parametrize(
     ("flag", "says"),
     [
         ("--rounds=0", "'0' is not a whole number from 1 to 20"),
@@ -103,9 +124,13 @@ def test_a_short_run_without_dashboards_prints_rule_cost_series_and_the_baseline
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     # Correctness of the command end to end, not its numbers: a short run on three engines.
-    argv = ["bench", "fleet", "--engines=3", "--models=1", "--duration=4s", "--no-dashboards"]
+    argv = ["bench", "fleet", "--engines=3,2", "--models=1", "--duration=4s", "--no-dashboards"]
     assert cli.main(argv) == 0
     out = capsys.readouterr().out
+    # Both sizes, smallest first, then one growth row per size.
+    assert re.findall(r"^fleet: (\d+) engines", out, re.M) == ["2", "3"], out
+    growth = out[out.index("growth with the fleet, one run") :].splitlines()
+    assert [row.split()[0] for row in growth[2:4]] == ["2", "3"], growth
     assert "infersight-serving.rules" in out and "all groups (sum of shares)" in out and "slowest rules" in out
     assert re.search(r"head series: \d+ \(raw \d+, recorded \d+", out), out
     assert re.search(r"without the bundle \(same fleet, as long, no rules\): head series \d+", out), out

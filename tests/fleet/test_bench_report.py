@@ -67,3 +67,20 @@ def test_each_group_prints_its_median_longest_and_share() -> None:
     assert row.split() == ["infersight-kv-cache.rules", "17", "30s", "4", "1.500s", "6.000s", "5.00%"]
     total = next(line for line in lines if line.startswith("all groups (sum of shares)"))
     assert total.endswith(" 5.00%")
+
+
+def test_the_growth_table_gives_each_size_per_engine_and_per_1000_engines() -> None:
+    def sized(servers: int, raw: int, recorded: int, seconds: float) -> bench.Report:
+        report = _report(servers=servers, rss_bytes=servers * 4 * 2**20, baseline_rss_bytes=servers * 3 * 2**20)
+        report.series = measure.SeriesSplit(raw=raw, recorded=recorded, alerts=0, recorded_by_level={})
+        report.head_series = float(raw + recorded)
+        report.groups = [measure.GroupCost("x.yaml", "infersight-x.rules", 1, 30.0, seconds, seconds, 3)]
+        report.cpu_use = cpu.CpuUse(120.0, {"prometheus": servers / 1000}, host_busy=0.5, cpus=2)
+        report.dashboards = {3600.0: [bench.DashboardCost("o.json", "panel 'a'", _cost(servers * 50), None)]}
+        return report
+
+    text = bench.render_growth([sized(10, 7000, 700, 0.3), sized(1000, 700_000, 35_000, 3.0)])
+    rows = {line.split()[0]: line.split() for line in text.splitlines()[2:4]}
+    # raw/eng, rec/eng, rec % raw, head/eng, RSS KiB/eng, without rules, rules %, per 1,000 engines, cores/1k, dash
+    assert rows["10"][1:] == ["700", "70.0", "10.0%", "770", "4096.0", "3072.0", "1.00%", "100.00%", "1.00", "50"]
+    assert rows["1000"][1:] == ["700", "35.0", "5.0%", "735", "4096.0", "3072.0", "10.00%", "10.00%", "1.00", "50"]
