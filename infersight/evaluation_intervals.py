@@ -8,7 +8,8 @@ recording that no prompt alert reads, directly or through other recordings, is e
 than ``PROMPT_FOR`` (10 m), or when it has none (burn rates): for the others, a recording one
 dashboard interval older moves the alert by at most a tenth of its ``for:``. Alerts themselves
 stay at the evaluation interval; groups at another interval (the slow GPU ones) keep it, and so
-do groups an autoscaler reads (``RuleGroup.read_outside``).
+do groups read at every evaluation (``RuleGroup.every_evaluation``: an autoscaler's, or one whose
+samples an alert counts).
 """
 
 from __future__ import annotations
@@ -31,12 +32,12 @@ def is_prompt(cfg: Config, alert: Alert) -> bool:
 
 
 def read_by_prompt_alerts(cfg: Config, recording: Iterable[RuleGroup], alerts: Iterable[Alert]) -> frozenset[str]:
-    """Every recording a prompt alert or an outside reader's group (an autoscaler's) reads,
-    directly or through other recordings."""
+    """Every recording a prompt alert or a group read at every evaluation reads, directly or
+    through other recordings."""
     recording = list(recording)
     exprs = {r.record: r.expr for g in recording for r in g.rules if isinstance(r, RecordingRule)}
     todo = [a.expr for a in alerts if is_prompt(cfg, a)]
-    todo += [r.expr for g in recording if g.read_outside for r in g.rules]
+    todo += [r.expr for g in recording if g.every_evaluation for r in g.rules]
     read: set[str] = set()
     while todo:
         for name in metric_names(todo.pop()):
@@ -67,7 +68,7 @@ def relax(
     out: list[RuleGroup] = []
     for g in groups:
         keep = tuple(r for r in g.rules if not isinstance(r, RecordingRule) or r.record in prompt)
-        if g.interval != fast or g.read_outside or len(keep) == len(g.rules):
+        if g.interval != fast or g.every_evaluation or len(keep) == len(g.rules):
             out.append(g)
         elif not keep:
             out.append(dataclasses.replace(g, interval=slow))

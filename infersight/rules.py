@@ -91,9 +91,10 @@ class RuleGroup:
     name: str
     interval: Duration
     rules: tuple[RecordingRule | Alert, ...]
-    # Read by something outside the bundle that needs every evaluation (an autoscaler): never
-    # moved to the dashboard interval (infersight.evaluation_intervals). Not written out.
-    read_outside: bool = False
+    # Read at every evaluation: by something outside the bundle (an autoscaler), or by an alert
+    # that counts the group's samples over a window. Never moved to the dashboard interval
+    # (infersight.evaluation_intervals). Not written out.
+    every_evaluation: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "interval": str(self.interval), "rules": [r.to_dict() for r in self.rules]}

@@ -64,6 +64,8 @@ def test_dashboard_only_histograms_move_and_what_prompt_alerts_read_stays() -> N
     assert intervals["infersight-serving.rules"] == intervals["infersight-kv-cache.rules"] == "30s"
     assert intervals["infersight-serving-slo.alerts"] == "30s"
     assert intervals["infersight-gpu-slow.rules"] == "2m"  # its own interval is kept
+    # Read by a 10 m for: only, but the throttling alert counts its samples: every evaluation.
+    assert intervals["infersight-gpu-throttle.rules"] == "30s"
 
 
 def test_an_alert_made_prompt_brings_what_it_reads_back_to_the_evaluation_interval() -> None:

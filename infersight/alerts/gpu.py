@@ -174,13 +174,14 @@ def _lost(cfg: Config) -> Alert:
 def _field_missing(cfg: Config) -> Alert:
     """One alert per GPU and missing field: a GPU that reports used memory (so its exporter is
     up and sees it) but not the field. Matching on UUID alone accepts the field from any exporter
-    generation or scrape of that GPU, and a MIG instance finds its parent GPU's fields."""
+    generation or scrape of that GPU, and a MIG instance finds its parent GPU's fields. The value
+    is not shown, so the raw MiB series serves as it is (no unit conversion on every GPU, 13 times)."""
     a = cfg.gpu.alerts.field_missing
     missing = gpu_rules.normalise(
         cfg,
         "\nor\n".join(
             gpu_rules.label_replace(
-                f"{gpu_rules.per_gpu(cfg, gpu_rules.FB_USED, raw=True)} unless on (UUID) {gpu_rules.dcgm(cfg, field)}",
+                f"{gpu_rules.dcgm(cfg, gpu_rules.FB_USED.metric)} unless on (UUID) {gpu_rules.dcgm(cfg, field)}",
                 "field",
                 field,
                 "",
@@ -208,15 +209,16 @@ def _throttling(cfg: Config) -> Alert:
     a = cfg.gpu.alerts.throttling
     w = cfg.scaled(a.window)
     ratios = {"thermal": a.thermal_ratio, "power": a.power_ratio}
-    # A subquery at the evaluation interval: the reasons are bits of one gauge, so there is no
-    # raw series per reason to take avg_over_time of.
-    step = cfg.scaled(cfg.intervals.evaluation)
+    # Evaluations throttled over evaluations seen, both counted in the same group's samples: a
+    # missed evaluation leaves the share true, and a window of 21 samples cannot read 105 %.
+    evaluations = f"scalar(count_over_time({gpu_rules.THROTTLE_EVALUATIONS}[{w}]))"
+
+    def share(reason: str) -> str:
+        throttled = promql.recorded(gpu_rules.GPU_THROTTLED, [f'reason="{reason}"'])
+        return f"count_over_time({throttled}[{w}])\n/ {evaluations}"
+
     expr = gpu_rules.normalise(
-        cfg,
-        "\nor\n".join(
-            f"avg_over_time((\n{gpu_rules.throttle(cfg, reasons=(reason,), raw=True)}\n)[{w}:{step}]) > {num(ratio)}"
-            for reason, ratio in ratios.items()
-        ),
+        cfg, "\nor\n".join(f"{share(reason)} > {num(ratio)}" for reason, ratio in ratios.items())
     )
     return tuned_alert(
         cfg,

@@ -130,7 +130,7 @@ def groups(cfg: Config) -> list[RuleGroup]:
             f"{name}.rules" if len(chunks) == 1 else f"{name}-{i}.rules",
             interval,
             tuple(r for m in chunk for r in _model_rules(cfg, m)),
-            read_outside=True,  # KEDA or the HPA reads the desired replicas at every evaluation
+            every_evaluation=True,  # KEDA or the HPA reads the desired replicas at every evaluation
         )
         for i, chunk in enumerate(chunks, start=1)
     ]

@@ -11,7 +11,8 @@ can ask about "the engines on this GPU" with ``on (infersight_workload)``.
 Levels. Nothing is recorded per GPU: a GPU's raw series are already one series per GPU, and
 copies of them would add about as many series as the fleet's GPUs expose (docs/scale.md). Alerts
 and the per-node drill-down read the raw series through :func:`per_gpu`, which applies the same
-normalisation and units. What is recorded is ``node`` (per ``Hostname``: the fleet view of the GPU
+normalisation and units. The one exception is sparse: :data:`GPU_THROTTLED` has a series only
+while a GPU is throttled. What is recorded is ``node`` (per ``Hostname``: the fleet view of the GPU
 dashboard) and ``workload`` (the vLLM engines sharing a join key). DCGM reports memory in MiB,
 clocks in MHz and utilization in percent; the expressions give bytes, hertz and 0-1 ratios.
 """
@@ -65,6 +66,14 @@ NODE_POWER = conventions.record_name("node", "dcgm_power_usage", "sum_watts")
 NODE_TEMP = conventions.record_name("node", "dcgm_gpu_temp", "max_celsius")
 NODE_THROTTLED = conventions.record_name("node", "dcgm_clock_throttle", "count")  # GPUs, per reason
 NODE_XID = conventions.record_name("node", "dcgm_xid_errors", "count")  # GPUs whose last XID is not 0
+
+# Per GPU and reason, 1 and present only while the GPU is throttled for that reason, at every
+# evaluation; THROTTLE_EVALUATIONS is 1 at each of the same evaluations. The throttling alert
+# divides their sample counts over its window: the share of evaluations throttled. The subquery
+# it replaces decoded every GPU's bitmask at every step of the window, every 2 m: at 1,000
+# engines the costliest GPU rule (docs/scale.md). A healthy fleet records nothing per GPU.
+GPU_THROTTLED = conventions.record_name("gpu", "dcgm_clock_throttle", "active")
+THROTTLE_EVALUATIONS = conventions.record_name("infersight", "dcgm_clock_throttle_evaluations", "count")
 
 # DCGM_CLOCKS_EVENT_REASON_* bits per reason label: thermal = HW slowdown (0x8), SW thermal (0x20),
 # HW thermal (0x40); power = SW power cap (0x4), HW power brake (0x80).
@@ -227,6 +236,33 @@ def throttle(
     return _maybe(cfg, "(\n" + "\nor\n".join(parts) + "\n)", raw)
 
 
+def throttled(cfg: Config) -> str:
+    """Per GPU and ``reason``, 1 only while a bit of the reason is set, and no series otherwise: what
+    :data:`GPU_THROTTLED` records. A fleet's GPUs are mostly unthrottled, so the mask is first
+    filtered to GPUs with a bit at or above the lowest throttling bit (the idle and clock-setting
+    bits are below it): the arithmetic then runs on those few. Each run of consecutive bits is
+    one test (thermal: 0x8, 0x20-0x40; power: 0x4, 0x80), and each test reads the mask again:
+    reading it costs more than the arithmetic on all GPUs (docs/scale.md)."""
+    lowest = min(b for bits in THROTTLE_BITS.values() for b in bits)
+    mask = f"({dcgm(cfg, 'DCGM_FI_DEV_CLOCK_THROTTLE_REASONS')} >= {2**lowest})"
+    parts = []
+    for reason, bits in THROTTLE_BITS.items():
+        tests = [f"floor({mask} / {2**low}) % {2**width} > 0" for low, width in _bit_runs(bits)]
+        parts.append(label_replace(f"clamp_max({' or '.join(tests)}, 1)", "reason", reason, "", ""))
+    return "(\n" + "\nor\n".join(parts) + "\n)"
+
+
+def _bit_runs(bits: Sequence[int]) -> list[tuple[int, int]]:
+    """(lowest bit, width) of each run of consecutive bits: (3, 5, 6) -> [(3, 1), (5, 2)]."""
+    runs: list[tuple[int, int]] = []
+    for b in sorted(bits):
+        if runs and runs[-1][0] + runs[-1][1] == b:
+            runs[-1] = (runs[-1][0], runs[-1][1] + 1)
+        else:
+            runs.append((b, 1))
+    return runs
+
+
 def ecc_rate(cfg: Config, matchers: Sequence[str] = (), window: str = "", raw: bool = False) -> str:
     """ECC errors per second per GPU, with ``kind`` = dbe, sbe or remapped_rows_uncorrectable, over
     ``window`` (a dashboard's ``$__rate_interval``) or else the scaled ``intervals.rate``."""
@@ -272,9 +308,16 @@ def _slow_node_rules(cfg: Config) -> list[RecordingRule]:
     return [
         RecordingRule(node_leak_trend(cfg), _by_node(cfg, "max", fb_used_trend(cfg, raw=True))),
         RecordingRule(node_time_to_oom(cfg), _by_node(cfg, "min", time_to_oom(cfg, raw=True))),
-        RecordingRule(NODE_THROTTLED, _by_node(cfg, "count", f"{throttle(cfg, raw=True)} == 1", ("reason",))),
+        RecordingRule(NODE_THROTTLED, _by_node(cfg, "count", promql.recorded(GPU_THROTTLED), ("reason",))),
         RecordingRule(NODE_XID, _by_node(cfg, "count", f"{per_gpu(cfg, XID, raw=True)} > 0")),
         RecordingRule(node_ecc(cfg), _by_node(cfg, "sum", ecc_rate(cfg, raw=True), ("kind",))),
+    ]
+
+
+def _throttle_rules(cfg: Config) -> list[RecordingRule]:
+    return [
+        RecordingRule(GPU_THROTTLED, throttled(cfg)),
+        RecordingRule(THROTTLE_EVALUATIONS, "vector(1)"),
     ]
 
 
@@ -306,4 +349,5 @@ def groups(cfg: Config) -> list[RuleGroup]:
         RuleGroup("infersight-gpu.rules", interval, tuple(_node_rules(cfg))),
         RuleGroup("infersight-gpu-slow.rules", cfg.scaled(cfg.intervals.slow_evaluation), tuple(_slow_node_rules(cfg))),
         RuleGroup("infersight-gpu-workload.rules", interval, tuple(_workload_rules(cfg))),
+        RuleGroup("infersight-gpu-throttle.rules", interval, tuple(_throttle_rules(cfg)), every_evaluation=True),
     ]

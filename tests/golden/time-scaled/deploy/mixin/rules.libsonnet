@@ -52,7 +52,7 @@ local f = import 'lib/format.libsonnet';
           },
           {
             "record": "node:dcgm_clock_throttle:count",
-            "expr": "label_replace(label_replace(label_replace(label_replace(label_replace(count by (job, Hostname, hostname, reason) ((\nlabel_replace(clamp_max(floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) / 8) % 2 + floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) / 32) % 2 + floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) / 64) % 2, 1), \"reason\", \"thermal\", \"\", \"\")\nor\nlabel_replace(clamp_max(floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) / 4) % 2 + floor((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) / 128) % 2, 1), \"reason\", \"power\", \"\", \"\")\n) == 1), \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"hostname\", \"\", \"hostname\", \".*\")",
+            "expr": "label_replace(label_replace(label_replace(label_replace(label_replace(count by (job, Hostname, hostname, reason) (gpu:dcgm_clock_throttle:active), \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"hostname\", \"\", \"hostname\", \".*\")",
           },
           {
             "record": "node:dcgm_xid_errors:count",
@@ -85,6 +85,20 @@ local f = import 'lib/format.libsonnet';
           {
             "record": "workload:vllm_kv_cache_usage:max",
             "expr": "max by (infersight_workload) (engine:vllm_kv_cache_usage:ratio\n* on (job, instance) group_left (infersight_workload)\ninstance:vllm_gpu_workload:group)",
+          },
+        ],
+      },
+      {
+        "name": "infersight-gpu-throttle.rules",
+        "interval": "500ms",
+        "rules": [
+          {
+            "record": "gpu:dcgm_clock_throttle:active",
+            "expr": "(\nlabel_replace(clamp_max(floor(((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) >= 4) / 8) % 2 > 0 or floor(((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) >= 4) / 32) % 4 > 0, 1), \"reason\", \"thermal\", \"\", \"\")\nor\nlabel_replace(clamp_max(floor(((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) >= 4) / 4) % 2 > 0 or floor(((DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_CLOCKS_EVENT_REASONS{" + f.matchers($._config["selectors.dcgm"]) + "}) >= 4) / 128) % 2 > 0, 1), \"reason\", \"power\", \"\", \"\")\n)",
+          },
+          {
+            "record": "infersight:dcgm_clock_throttle_evaluations:count",
+            "expr": "vector(1)",
           },
         ],
       },
