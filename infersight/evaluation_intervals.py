@@ -9,7 +9,7 @@ than ``PROMPT_FOR`` (10 m), or when it has none (burn rates): for the others, a 
 dashboard interval older moves the alert by at most a tenth of its ``for:``. Alerts themselves
 stay at the evaluation interval; groups at another interval (the slow GPU ones) keep it, and so
 do groups read at every evaluation (``RuleGroup.every_evaluation``: an autoscaler's, or one whose
-samples an alert counts).
+samples an alert counts, at the resolution of the evaluation interval).
 """
 
 from __future__ import annotations

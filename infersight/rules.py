@@ -91,8 +91,9 @@ class RuleGroup:
     name: str
     interval: Duration
     rules: tuple[RecordingRule | Alert, ...]
-    # Read at every evaluation: by something outside the bundle (an autoscaler), or by an alert
-    # that counts the group's samples over a window. Never moved to the dashboard interval
+    # Read at every evaluation: by something outside the bundle (an autoscaler), or sampled by an
+    # alert that counts the group's samples over a window, whose resolution is the interval (the
+    # throttling share: 20 samples over 10 m, not 10). Never moved to the dashboard interval
     # (infersight.evaluation_intervals). Not written out.
     every_evaluation: bool = False
 

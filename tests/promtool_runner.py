@@ -29,6 +29,8 @@ def _check_eval_order(test_file: Path, files: dict[str, str]) -> None:
     """Every group a test's ``group_eval_order`` names is in its rule files. promtool accepts a
     name that matches nothing, and a renamed or split group then silently loses its place."""
     data = yaml.safe_load(test_file.read_text())
+    unbuilt = [rel for rel in data["rule_files"] if rel not in files]
+    assert not unbuilt, f"{test_file.name}: rule_files the build does not write: {unbuilt}"
     groups = {g["name"] for rel in data["rule_files"] for g in yaml.safe_load(files[rel])["groups"]}
     unknown = [name for name in data.get("group_eval_order", []) if name not in groups]
     assert not unknown, f"{test_file.name}: group_eval_order names groups the rule files lack: {unknown}"

@@ -211,7 +211,9 @@ def _throttling(cfg: Config) -> Alert:
     ratios = {"thermal": a.thermal_ratio, "power": a.power_ratio}
     # Evaluations throttled over evaluations seen, both counted in the same group's samples: a
     # missed evaluation leaves the share true, and a window of 21 samples cannot read 105 %.
-    evaluations = f"scalar(count_over_time({gpu_rules.THROTTLE_EVALUATIONS}[{w}]))"
+    # max: a ruler that reads several Prometheus servers (Thanos, Mimir) sees one counter each,
+    # and scalar() of more than one series is NaN, which would silence the alert.
+    evaluations = f"scalar(max(count_over_time({gpu_rules.THROTTLE_EVALUATIONS}[{w}])))"
 
     def share(reason: str) -> str:
         throttled = promql.recorded(gpu_rules.GPU_THROTTLED, [f'reason="{reason}"'])

@@ -241,6 +241,7 @@ def run_fleet(args: argparse.Namespace) -> int:
                 )
                 reports.append(report)
                 print(bench.render(report), flush=True)  # each size as soon as it is measured
+                shutil.rmtree(workdir / str(engines), ignore_errors=True)  # its TSDB: disk for the next size
     except (KeyboardInterrupt, Terminated) as exc:
         return _interrupted(exc, "fleet")
     except ServiceError as exc:
@@ -250,6 +251,6 @@ def run_fleet(args: argparse.Namespace) -> int:
     finally:
         with uninterruptible():
             shutil.rmtree(workdir, ignore_errors=True)
-    if len(reports) > 1:
-        print(bench.render_growth(reports))
+            if len(reports) > 1:  # also when a later size failed or was interrupted: what was measured
+                print(bench.render_growth(reports), flush=True)
     return 0

@@ -381,7 +381,7 @@ def render_growth(reports: Sequence[Report]) -> str:
         )
     lines.append(
         "rec/eng falls with N while the per-model and per-expert recordings (which do not grow with engines) "
-        "are spread over more engines; rules % per 1,000 engines is the rule time a fleet of that size "
-        "would cost at the same per-engine rate"
+        "are spread over more engines; '% /1k eng' is what 1,000 engines would cost at this size's "
+        "per-engine rate"
     )
     return "\n".join(lines)

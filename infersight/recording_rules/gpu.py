@@ -11,8 +11,8 @@ can ask about "the engines on this GPU" with ``on (infersight_workload)``.
 Levels. Nothing is recorded per GPU: a GPU's raw series are already one series per GPU, and
 copies of them would add about as many series as the fleet's GPUs expose (docs/scale.md). Alerts
 and the per-node drill-down read the raw series through :func:`per_gpu`, which applies the same
-normalisation and units. The one exception is sparse: :data:`GPU_THROTTLED` has a series only
-while a GPU is throttled. What is recorded is ``node`` (per ``Hostname``: the fleet view of the GPU
+normalisation and units. The one exception: :data:`GPU_THROTTLED` has a series only while a
+GPU is throttled. What is recorded is ``node`` (per ``Hostname``: the fleet view of the GPU
 dashboard) and ``workload`` (the vLLM engines sharing a join key). DCGM reports memory in MiB,
 clocks in MHz and utilization in percent; the expressions give bytes, hertz and 0-1 ratios.
 """
@@ -71,7 +71,8 @@ NODE_XID = conventions.record_name("node", "dcgm_xid_errors", "count")  # GPUs w
 # evaluation; THROTTLE_EVALUATIONS is 1 at each of the same evaluations. The throttling alert
 # divides their sample counts over its window: the share of evaluations throttled. The subquery
 # it replaces decoded every GPU's bitmask at every step of the window, every 2 m: at 1,000
-# engines the costliest GPU rule (docs/scale.md). A healthy fleet records nothing per GPU.
+# engines the costliest GPU rule (docs/scale.md). Series exist only for GPUs with a reason bit
+# set: none while no GPU is held down, but one per GPU on a fleet that runs at its power cap.
 GPU_THROTTLED = conventions.record_name("gpu", "dcgm_clock_throttle", "active")
 THROTTLE_EVALUATIONS = conventions.record_name("infersight", "dcgm_clock_throttle_evaluations", "count")
 
@@ -238,9 +239,9 @@ def throttle(
 
 def throttled(cfg: Config) -> str:
     """Per GPU and ``reason``, 1 only while a bit of the reason is set, and no series otherwise: what
-    :data:`GPU_THROTTLED` records. A fleet's GPUs are mostly unthrottled, so the mask is first
-    filtered to GPUs with a bit at or above the lowest throttling bit (the idle and clock-setting
-    bits are below it): the arithmetic then runs on those few. Each run of consecutive bits is
+    :data:`GPU_THROTTLED` records. The mask is first filtered to GPUs with a bit at or above the
+    lowest throttling bit (the idle and clock-setting bits are below it): the arithmetic then
+    runs only on GPUs that may be throttled. Each run of consecutive bits is
     one test (thermal: 0x8, 0x20-0x40; power: 0x4, 0x80), and each test reads the mask again:
     reading it costs more than the arithmetic on all GPUs (docs/scale.md)."""
     lowest = min(b for bits in THROTTLE_BITS.values() for b in bits)

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from infersight.config import parse_config
+from infersight.recording_rules import gpu as gpu_rules
 from tests.promtool_runner import only_case, promtool_test
 
 TEST_FILE = Path(__file__).parent / "promtool" / "gpu.test.yaml"
@@ -40,6 +41,9 @@ def test_gpu_alerts_pass_promtool_unit_tests(tmp_path: Path) -> None:
         ("XID error fires on a new code", {"alerts": {"xid": {"window": "5m"}}}),
         ("ECC double-bit errors", {"alerts": {"ecc_double_bit": {"for": "10m"}}}),
         ("throttling for thermal and for power reasons", {"alerts": {"throttling": {"power_ratio": 1.0}}}),
+        # 15 % of evaluations no longer crosses a 20 % threshold; at 5 % the 10 % GPU fires too
+        ("the throttling share counts evaluations", {"alerts": {"throttling": {"thermal_ratio": 0.2}}}),
+        ("the throttling share counts evaluations", {"alerts": {"throttling": {"thermal_ratio": 0.05}}}),
         ("temperature above the threshold", {"alerts": {"temperature": {"celsius": 90}}}),
         ("bandwidth saturation fires only together", {"alerts": {"bandwidth_kv_thrash": {"mem_copy_ratio": 0.96}}}),
         ("idle GPU while requests wait", {"alerts": {"idle_with_queue": {"min_waiting": 20}}}),
@@ -72,3 +76,15 @@ def test_the_unit_tests_catch_a_join_that_misses_a_host_spelling(tmp_path: Path)
     output = result.stdout + result.stderr
     assert result.returncode != 0
     assert 'expr: "node:dcgm_gpus:count"' in output
+
+
+def test_the_unit_tests_catch_a_throttle_bit_read_as_the_wrong_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # HW power brake (0x80) dropped from "power": the 0x80 and 0xA0 GPUs lose their power series.
+    monkeypatch.setattr(gpu_rules, "THROTTLE_BITS", {"thermal": (3, 5, 6), "power": (2,)})
+    case = "every throttling bit maps to its reason"
+    result = promtool_test(only_case(TEST_FILE, case, tmp_path), tmp_path / "bundle")
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert 'expr: "gpu:dcgm_clock_throttle:active"' in output, output[-3000:]
