@@ -360,10 +360,10 @@ def render_growth(reports: Sequence[Report]) -> str:
     should stay flat), and the rule time per 1,000 engines."""
     first = reports[0]
     lines = [
-        f"growth with the fleet, one run ({first.machine}; {first.models} models, one in ten MoE): "
-        "per engine, and per 1,000 engines",
-        f"{'engines':>8} {'raw/eng':>8} {'rec/eng':>8} {'rec % raw':>9} {'head/eng':>9} {'RSS KiB/eng':>11} "
-        f"{'no rules':>9} {'rules %':>8} {'% /1k eng':>9} {'cores /1k':>9} {'dash 1h samples/eng':>19}",
+        f"growth with the fleet, one run ({first.machine}; one model in ten MoE): per engine, and per 1,000 engines",
+        f"{'engines':>8} {'models':>6} {'raw/eng':>8} {'rec/eng':>8} {'rec % raw':>9} {'head/eng':>9} "
+        f"{'RSS KiB/eng':>11} {'no rules':>9} {'rules %':>8} {'% /1k eng':>9} {'cores /1k':>9} "
+        f"{'dash 1h samples/eng':>19}",
     ]
     for r in reports:
         s = r.series
@@ -374,7 +374,7 @@ def render_growth(reports: Sequence[Report]) -> str:
         hour = r.dashboards.get(DASHBOARD_RANGES_S[0])
         dash = f"{sum(d.recorded.samples for d in hour) / r.servers:>19.0f}" if hour else f"{'-':>19}"
         lines.append(
-            f"{r.servers:>8} {raw / r.servers:>8.0f} {recorded / r.servers:>8.1f} "
+            f"{r.servers:>8} {r.models:>6} {raw / r.servers:>8.0f} {recorded / r.servers:>8.1f} "
             f"{100 * recorded / max(raw, 1):>8.1f}% {r.head_series / r.servers:>9.0f} "
             f"{r.rss_bytes / 1024 / r.servers:>11.1f} {bare} {100 * share:>7.2f}% "
             f"{100 * share * 1000 / r.servers:>8.2f}% {cores * 1000 / r.servers:>9.2f} {dash}"

@@ -81,6 +81,7 @@ def test_the_growth_table_gives_each_size_per_engine_and_per_1000_engines() -> N
 
     text = bench.render_growth([sized(10, 7000, 700, 0.3), sized(1000, 700_000, 35_000, 3.0)])
     rows = {line.split()[0]: line.split() for line in text.splitlines()[2:4]}
-    # raw/eng, rec/eng, rec % raw, head/eng, RSS KiB/eng, without rules, rules %, per 1,000 engines, cores/1k, dash
-    assert rows["10"][1:] == ["700", "70.0", "10.0%", "770", "4096.0", "3072.0", "1.00%", "100.00%", "1.00", "50"]
-    assert rows["1000"][1:] == ["700", "35.0", "5.0%", "735", "4096.0", "3072.0", "10.00%", "10.00%", "1.00", "50"]
+    # models, raw/eng, rec/eng, rec % raw, head/eng, RSS KiB/eng, without rules, rules %, per 1,000 engines,
+    # cores/1k, dash
+    assert rows["10"][1:] == ["2", "700", "70.0", "10.0%", "770", "4096.0", "3072.0", "1.00%", "100.00%", "1.00", "50"]
+    assert rows["1000"][1:] == ["2", "700", "35.0", "5.0%", "735", "4096.0", "3072.0", "10.00%", "10.00%", "1.00", "50"]
