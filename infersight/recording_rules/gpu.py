@@ -224,17 +224,16 @@ def time_to_oom(cfg: Config, matchers: Sequence[str] = (), raw: bool = False) ->
     return _maybe(cfg, f"{per_gpu(cfg, FB_FREE, matchers, raw=True)}\n/\n-(\n{falling}\n< 0)", raw)
 
 
-def throttle(
-    cfg: Config, matchers: Sequence[str] = (), reasons: Sequence[str] = tuple(THROTTLE_BITS), raw: bool = False
-) -> str:
-    """1 while any bit of a reason is set, per GPU and ``reason`` label. PromQL has no bitwise
+def throttle(cfg: Config, matchers: Sequence[str] = ()) -> str:
+    """1 while any bit of a reason is set, else 0, per GPU and ``reason`` label: the drill-down's
+    view of a few GPUs (the fleet reads the sparse :func:`throttled`). PromQL has no bitwise
     operators: bit b of x is floor(x / 2^b) % 2."""
     mask = dcgm(cfg, "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", matchers)
     parts = []
-    for reason in reasons:
-        any_bit = " + ".join(f"floor({mask} / {2**b}) % 2" for b in THROTTLE_BITS[reason])
+    for reason, bits in THROTTLE_BITS.items():
+        any_bit = " + ".join(f"floor({mask} / {2**b}) % 2" for b in bits)
         parts.append(label_replace(f"clamp_max({any_bit}, 1)", "reason", reason, "", ""))
-    return _maybe(cfg, "(\n" + "\nor\n".join(parts) + "\n)", raw)
+    return normalise(cfg, "(\n" + "\nor\n".join(parts) + "\n)")
 
 
 def throttled(cfg: Config) -> str:
