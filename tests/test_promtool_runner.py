@@ -1,7 +1,7 @@
 """The promtool runner orders the rule groups itself: each after the groups whose recordings it
 reads. promtool's own order, where a test file lists none (or lists some), is random, and a case
 whose expected value depends on a recording written at the same instant then fails by chance
-(the GPU throttling share read 3/20 instead of 4/21 once in a thousand-odd runs)."""
+(the GPU throttling case once read a share of 3/20 instead of 4/21 and failed)."""
 
 from __future__ import annotations
 
