@@ -87,10 +87,10 @@ def recorded_names(groups: list[RuleGroup]) -> frozenset[str]:
 
 
 def pack_groups(cfg: Config, pack: Pack, kind: str) -> list[RuleGroup]:
-    """One pack's rule groups of one kind; [] when it has none. The recordings that no prompt alert
-    of any pack reads evaluate at the dashboard interval (infersight.evaluation_intervals)."""
+    """One pack's rule groups of one kind; [] when it has none. Each recording and alert evaluates
+    at the longest interval its readers or its for: allow (infersight.evaluation_intervals)."""
     groups = _built_groups(cfg, pack, kind)
-    if kind != "recording_rules" or not groups:
+    if not groups:
         return groups
     every = [g for p in PACKS for g in _built_groups(cfg, p, "recording_rules")]
     alerts = [r for p in PACKS for g in _built_groups(cfg, p, "alerts") for r in g.rules if isinstance(r, Alert)]

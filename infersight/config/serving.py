@@ -46,6 +46,9 @@ class Selectors(Strict):
 
 # Recordings at dashboard_evaluation feed only alerts that wait 10 times this (evaluation_intervals).
 DASHBOARD_EVALUATION_MAX = Duration.parse("1m")
+# Recordings at view_evaluation feed dashboards only. Half of Prometheus' 5 m lookback, so a panel
+# still finds a sample when one evaluation is missed or late.
+VIEW_EVALUATION_MAX = Duration.parse("2m30s")
 
 
 class Intervals(Strict):
@@ -57,6 +60,9 @@ class Intervals(Strict):
     # Recordings that only dashboards and alerts with a for: of 10 m or more read
     # (infersight/evaluation_intervals.py): a 5 m rate drawn every minute loses nothing.
     dashboard_evaluation: Duration = Duration.parse("1m")
+    # Recordings that no alert reads, only dashboards: a 5 m rate drawn every 2 m still overlaps
+    # itself, and at fleet size the per-model quantiles and per-node views cost most of the rules' time.
+    view_evaluation: Duration = Duration.parse("2m")
     rate: Duration = Duration.parse("5m")  # window of the golden-signal recording rules
 
     @model_validator(mode="after")
@@ -65,7 +71,7 @@ class Intervals(Strict):
             raise ValueError(f"rate: window {self.rate} must cover at least 4 scrapes ({self.scrape} each)")
         if self.scrape.ms == 0 or self.evaluation.ms == 0:
             raise ValueError("scrape and evaluation intervals must be positive")
-        for name in ("slow_evaluation", "dashboard_evaluation"):
+        for name in ("slow_evaluation", "dashboard_evaluation", "view_evaluation"):
             if getattr(self, name) < self.evaluation:
                 raise ValueError(
                     f"{name}: {getattr(self, name)} must not be shorter than evaluation ({self.evaluation}); "
@@ -76,6 +82,11 @@ class Intervals(Strict):
             raise ValueError(
                 f"dashboard_evaluation: {self.dashboard_evaluation} is over {DASHBOARD_EVALUATION_MAX} (a tenth of "
                 "the shortest for: of an alert that reads those recordings, 10m) and over evaluation"
+            )
+        if self.view_evaluation > max(self.evaluation, VIEW_EVALUATION_MAX):
+            raise ValueError(
+                f"view_evaluation: {self.view_evaluation} is over {VIEW_EVALUATION_MAX} (half of Prometheus' 5m "
+                "lookback, or panels show gaps when an evaluation is late) and over evaluation"
             )
         return self
 

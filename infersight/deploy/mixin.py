@@ -156,14 +156,15 @@ def files(cfg: Config, header: str) -> dict[str, str]:
     template = assemble(traced.templates)
     comment = "".join(f"// {line}\n" for line in header.splitlines())
     settings = {leaf.key: list(leaf.value) if isinstance(leaf.value, tuple) else leaf.value for leaf in traced.settings}
-    patient = _patient_for_keys(cfg, template)
+    patient, prompt = _for_keys(cfg, template)
+    guarded = bool(patient or prompt)
     out = {
         f"{DIR}/mixin.libsonnet": comment
         + "// The infersight monitoring mixin: prometheusRules, prometheusAlerts, grafanaDashboards.\n"
-        + (_prompt_for_guard(cfg, patient) if patient else "")
+        + (_for_guard(cfg, patient, prompt) if guarded else "")
         + "(import 'config.libsonnet') +\n(import 'rules.libsonnet') +\n"
         + "(import 'alerts.libsonnet') +\n(import 'dashboards.libsonnet')"
-        + (" + guard\n" if patient else "\n"),
+        + (" + guard\n" if guarded else "\n"),
         f"{DIR}/config.libsonnet": comment
         + "// Every setting of infersight.yaml that the rules and dashboards print verbatim, by its\n"
         + "// dotted path. Override with: mixin + { _config+:: { 'slo.availability.objective': 0.999,\n"
@@ -183,14 +184,21 @@ def files(cfg: Config, header: str) -> dict[str, str]:
     return out
 
 
-def _patient_for_keys(cfg: Config, template: dict[str, Any]) -> list[str]:
-    """The _config keys of the for: of every alert that is patient as built (for: of PROMPT_FOR or
-    more) and reads, directly or through other recordings, one that moved to the dashboard interval
-    (infersight.evaluation_intervals): under PROMPT_FOR that alert would read it a minute late.
-    Empty where nothing moves (the two intervals are equal)."""
+def _for_keys(cfg: Config, template: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The _config keys of the for: of every alert whose group a for: across PROMPT_FOR would change
+    (infersight.evaluation_intervals), as (patient, prompt):
+
+    - patient as built (for: of PROMPT_FOR or more), evaluated at the dashboard interval or reading,
+      directly or through other recordings, a recording that moved there: under PROMPT_FOR it would
+      fire or read a minute late;
+    - prompt as built (a for: under PROMPT_FOR) and evaluated at the evaluation interval: at
+      PROMPT_FOR or more the build would move it, and maybe what it reads, to the dashboard interval.
+
+    Both empty where nothing moves (the two intervals are equal)."""
     slow = cfg.scaled(cfg.intervals.dashboard_evaluation)
-    if slow <= cfg.scaled(cfg.intervals.evaluation):
-        return []
+    fast = cfg.scaled(cfg.intervals.evaluation)
+    if slow <= fast:
+        return [], []
     built = core(cfg)
     recorded = {
         r["record"]: (r["expr"], Duration.parse(g["interval"]))
@@ -209,37 +217,47 @@ def _patient_for_keys(cfg: Config, template: dict[str, Any]) -> list[str]:
                     todo.append(recorded[name][0])
         return False
 
-    keys = set()
+    patient_keys, prompt_keys = set(), set()
     # The template is the same build with settings traced: its groups and rules in the same order.
     pairs = zip(template["prometheusAlerts"]["groups"], built["prometheusAlerts"]["groups"], strict=False)
     for tmpl_group, group in pairs:
+        interval = Duration.parse(group["interval"])
         for tmpl, rule in zip(tmpl_group["rules"], group["rules"], strict=False):
             ref = tmpl.get("for")
             if isinstance(ref, trace.Text) and len(ref.parts) == 1:
                 ref = ref.parts[0]
-            patient = Duration.parse(rule.get("for", "0s")) >= cfg.scaled(evaluation_intervals.PROMPT_FOR)
-            if isinstance(ref, trace.Ref) and patient and reads_a_moved_recording(rule["expr"]):
-                keys.add(ref.key)
-    return sorted(keys)
+            if not isinstance(ref, trace.Ref):
+                continue
+            if Duration.parse(rule["for"]) >= cfg.scaled(evaluation_intervals.PROMPT_FOR):
+                if interval == slow or reads_a_moved_recording(rule["expr"]):
+                    patient_keys.add(ref.key)
+            elif interval == fast:
+                prompt_keys.add(ref.key)
+    return sorted(patient_keys), sorted(prompt_keys)
 
 
-def _prompt_for_guard(cfg: Config, keys: list[str]) -> str:
-    """A jsonnet check that refuses an override bringing one of ``keys`` under PROMPT_FOR: the groups
-    were split by the built values, and the mixin cannot regroup."""
+def _for_guard(cfg: Config, patient: list[str], prompt: list[str]) -> str:
+    """A jsonnet check that refuses an override moving one of ``patient`` under PROMPT_FOR, or one
+    of ``prompt`` to PROMPT_FOR or more: the groups were split by the built values, and the mixin
+    cannot regroup."""
     limit = evaluation_intervals.PROMPT_FOR
+    seconds = f"{limit.total_seconds:g}"
     return (
         "local f = import 'lib/format.libsonnet';\n"
-        f"// The for: of each alert that reads recordings evaluated every {cfg.intervals.dashboard_evaluation},"
-        f" as its for: of {limit} or more\n// allowed when the groups were built: under {limit} it may not go.\n"
-        f"local patient = {to_jsonnet(keys)};\n"
+        f"// The for: of each alert evaluated every {cfg.intervals.dashboard_evaluation}, or reading recordings"
+        f" evaluated then, as {limit} or more\n// when the groups were built (patient), and of each alert"
+        f" evaluated every {cfg.intervals.evaluation} (prompt):\n// neither may cross {limit}.\n"
+        f"local patient = {to_jsonnet(patient)};\n"
+        f"local prompt = {to_jsonnet(prompt)};\n"
         # On the three output fields, not as an object assert: that would run again on every
         # $._config lookup inside the templates (100 times slower to evaluate).
         "local guard = {\n"
-        f"  local moved = [k for k in patient if f.seconds(self._config[k]) < {limit.total_seconds:g}],\n"
-        f"  local checked(x) = if moved == [] then x else error 'a for: under {limit} needs what its alert "
-        "reads evaluated '\n"
-        f"    + 'every {cfg.intervals.evaluation}, which the mixin cannot regroup; set it in infersight.yaml and "
-        "rebuild: ' + std.join(', ', moved),\n"
+        f"  local moved = [k for k in patient if f.seconds(self._config[k]) < {seconds}]\n"
+        f"    + [k for k in prompt if f.seconds(self._config[k]) >= {seconds}],\n"
+        f"  local checked(x) = if moved == [] then x else error 'a for: across {limit} moves its alert, or "
+        "what it reads, '\n"
+        f"    + 'between the {cfg.intervals.evaluation} and {cfg.intervals.dashboard_evaluation} groups, which the "
+        "mixin cannot regroup; set it in infersight.yaml and rebuild: ' + std.join(', ', moved),\n"
         "  prometheusRules:: checked(super.prometheusRules),\n"
         "  prometheusAlerts:: checked(super.prometheusAlerts),\n"
         "  grafanaDashboards:: checked(super.grafanaDashboards),\n"

@@ -26,6 +26,7 @@ EXPOSED_KEYS = [
     "intervals.evaluation",
     "intervals.slow_evaluation",
     "intervals.dashboard_evaluation",
+    "intervals.view_evaluation",
     "intervals.rate",
     "slo.period",
     "slo.burn_windows.0.long",
@@ -369,15 +370,17 @@ def test_a_selector_printed_in_another_form_is_not_exposed(printed: Any) -> None
     assert [leaf.key for leaf in traced.settings] == ["alerts.serving.target_down.for"]
 
 
-def test_a_for_brought_under_ten_minutes_in_jsonnet_is_refused_with_its_key(bundle_dir: Path) -> None:
-    """A patient alert's (for: of 10 m or more) recordings may evaluate every minute
-    (infersight.evaluation_intervals); under 10 m it would need them every 30 s, and the mixin
-    cannot regroup, so that override fails and names the key. An alert that reads no moved
-    recording (target_down reads up) may cross either way, and the result is the build."""
+def test_a_for_moved_across_ten_minutes_in_jsonnet_is_refused_with_its_key(bundle_dir: Path) -> None:
+    """A patient alert (for: of 10 m or more) and its recordings may evaluate every minute
+    (infersight.evaluation_intervals); under 10 m it would need them every 30 s. A prompt alert
+    brought to 10 m or more would move to the 1 m group in the build. The mixin cannot regroup, so
+    either override fails and names the key; one that stays on its side is the build."""
     with pytest.raises(RuntimeError, match=r"infersight\.yaml and rebuild: alerts\.serving\.outlier_replica\.for"):
         evaluate(bundle_dir, {"alerts.serving.outlier_replica.for": "5m"})  # 15m in the build
-    stays = {"alerts.serving.outlier_replica.for": "20m", "alerts.serving.target_down.for": "15m"}
-    expected = {"alerts": {"serving": {"outlier_replica": {"for": "20m"}, "target_down": {"for": "15m"}}}}
+    with pytest.raises(RuntimeError, match=r"infersight\.yaml and rebuild: alerts\.serving\.target_down\.for"):
+        evaluate(bundle_dir, {"alerts.serving.target_down.for": "10m"})  # 5m in the build
+    stays = {"alerts.serving.outlier_replica.for": "20m", "alerts.serving.target_down.for": "9m"}
+    expected = {"alerts": {"serving": {"outlier_replica": {"for": "20m"}, "target_down": {"for": "9m"}}}}
     assert evaluate(bundle_dir, stays) == mixin.core(parse_config(expected))
 
 
@@ -391,8 +394,12 @@ def test_the_mixin_reads_prometheus_durations_as_seconds(bundle_dir: Path) -> No
 
 
 def test_no_guard_where_no_recording_moves() -> None:
-    """With both intervals equal nothing is split by for:, so any override is the build."""
+    """With both intervals equal nothing is split by for:, so any override is the build; otherwise
+    each alert's for: key is guarded on the side it was built on."""
     cfg = parse_config({"intervals": {"dashboard_evaluation": "30s"}})
     assert "guard" not in mixin.files(cfg, "header")[f"{mixin.DIR}/mixin.libsonnet"]
     guarded = mixin.files(Config(), "header")[f"{mixin.DIR}/mixin.libsonnet"]
-    assert '"alerts.serving.outlier_replica.for"' in guarded and "target_down" not in guarded
+    patient, prompt = (guarded.split(f"local {side} = ")[1].split(";")[0] for side in ("patient", "prompt"))
+    assert '"alerts.serving.outlier_replica.for"' in patient and "target_down" in prompt
+    # Reads raw series only, but is itself evaluated every minute with the other patient alerts.
+    assert '"gpu.alerts.temperature.for"' in patient and '"alerts.serving.metrics_absent.for"' in patient

@@ -20,6 +20,7 @@
     "intervals.evaluation": "30s",
     "intervals.slow_evaluation": "2m",
     "intervals.dashboard_evaluation": "1m",
+    "intervals.view_evaluation": "2m",
     "intervals.rate": "5m",
     "slo.period": "30d",
     "slo.burn_windows.0.long": "1h",

@@ -81,7 +81,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-gpu.rules",
-        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
+        "interval": f.duration($._config["intervals.view_evaluation"]),
         "rules": [
           {
             "record": "node:dcgm_gpus:count",
@@ -182,6 +182,32 @@ local f = import 'lib/format.libsonnet';
         "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
+            "record": "engine:vllm_kv_cache_usage:stddev" + f.duration($._config["kv_cache.alerts.thrash.window"]),
+            "expr": "max by (job, instance, model_name, engine) ((stddev_over_time(vllm:kv_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["kv_cache.alerts.thrash.window"]) + "]) or stddev_over_time(vllm:gpu_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["kv_cache.alerts.thrash.window"]) + "])))",
+          },
+          {
+            "record": "engine:vllm_num_requests_waiting:deriv" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, instance, model_name, engine) (deriv(vllm:num_requests_waiting{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+          {
+            "record": "instance:vllm_prefix_cache_queries:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, instance, model_name) ((rate(vllm:prefix_cache_queries_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]) or rate(vllm:gpu_prefix_cache_queries_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "])))",
+          },
+          {
+            "record": "instance:vllm_prefix_cache_hits:ratio_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "(sum by (job, instance, model_name) ((rate(vllm:prefix_cache_hits_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]) or rate(vllm:gpu_prefix_cache_hits_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))))\n/\n((instance:vllm_prefix_cache_queries:rate" + f.duration($._config["intervals.rate"]) + ") > 0)",
+          },
+          {
+            "record": "instance:vllm_prefix_cache_hits:ratio_rate" + f.duration($._config["kv_cache.alerts.prefix_collapse.baseline_window"]),
+            "expr": "(sum by (job, instance, model_name) ((rate(vllm:prefix_cache_hits_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["kv_cache.alerts.prefix_collapse.baseline_window"]) + "]) or rate(vllm:gpu_prefix_cache_hits_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["kv_cache.alerts.prefix_collapse.baseline_window"]) + "]))))\n/\n((sum by (job, instance, model_name) ((rate(vllm:prefix_cache_queries_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["kv_cache.alerts.prefix_collapse.baseline_window"]) + "]) or rate(vllm:gpu_prefix_cache_queries_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["kv_cache.alerts.prefix_collapse.baseline_window"]) + "])))) > 0)",
+          },
+        ],
+      },
+      {
+        "name": "infersight-kv-cache-view.rules",
+        "interval": f.duration($._config["intervals.view_evaluation"]),
+        "rules": [
+          {
             "record": "model:vllm_kv_cache_usage:p50",
             "expr": "quantile by (job, model_name) (0.5, engine:vllm_kv_cache_usage:ratio)",
           },
@@ -204,14 +230,6 @@ local f = import 'lib/format.libsonnet';
           {
             "record": "model:vllm_kv_cache_usage:min",
             "expr": "min by (job, model_name) (engine:vllm_kv_cache_usage:ratio)",
-          },
-          {
-            "record": "engine:vllm_kv_cache_usage:stddev" + f.duration($._config["kv_cache.alerts.thrash.window"]),
-            "expr": "max by (job, instance, model_name, engine) ((stddev_over_time(vllm:kv_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["kv_cache.alerts.thrash.window"]) + "]) or stddev_over_time(vllm:gpu_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["kv_cache.alerts.thrash.window"]) + "])))",
-          },
-          {
-            "record": "engine:vllm_num_requests_waiting:deriv" + f.duration($._config["intervals.rate"]),
-            "expr": "sum by (job, instance, model_name, engine) (deriv(vllm:num_requests_waiting{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
           },
           {
             "record": "instance:vllm_request_num_preemptions:mean_rate" + f.duration($._config["intervals.rate"]),
@@ -238,26 +256,14 @@ local f = import 'lib/format.libsonnet';
             "expr": "sum by (job, model_name, reason) (rate(vllm:admission_rejections_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
           },
           {
-            "record": "instance:vllm_prefix_cache_queries:rate" + f.duration($._config["intervals.rate"]),
-            "expr": "sum by (job, instance, model_name) ((rate(vllm:prefix_cache_queries_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]) or rate(vllm:gpu_prefix_cache_queries_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "])))",
-          },
-          {
-            "record": "instance:vllm_prefix_cache_hits:ratio_rate" + f.duration($._config["intervals.rate"]),
-            "expr": "(sum by (job, instance, model_name) ((rate(vllm:prefix_cache_hits_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]) or rate(vllm:gpu_prefix_cache_hits_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))))\n/\n((instance:vllm_prefix_cache_queries:rate" + f.duration($._config["intervals.rate"]) + ") > 0)",
-          },
-          {
             "record": "model:vllm_prefix_cache_hits:ratio_rate" + f.duration($._config["intervals.rate"]),
             "expr": "(sum by (job, model_name) ((rate(vllm:prefix_cache_hits_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]) or rate(vllm:gpu_prefix_cache_hits_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))))\n/\n((sum by (job, model_name) (instance:vllm_prefix_cache_queries:rate" + f.duration($._config["intervals.rate"]) + ")) > 0)",
-          },
-          {
-            "record": "instance:vllm_prefix_cache_hits:ratio_rate" + f.duration($._config["kv_cache.alerts.prefix_collapse.baseline_window"]),
-            "expr": "(sum by (job, instance, model_name) ((rate(vllm:prefix_cache_hits_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["kv_cache.alerts.prefix_collapse.baseline_window"]) + "]) or rate(vllm:gpu_prefix_cache_hits_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["kv_cache.alerts.prefix_collapse.baseline_window"]) + "]))))\n/\n((sum by (job, instance, model_name) ((rate(vllm:prefix_cache_queries_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["kv_cache.alerts.prefix_collapse.baseline_window"]) + "]) or rate(vllm:gpu_prefix_cache_queries_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["kv_cache.alerts.prefix_collapse.baseline_window"]) + "])))) > 0)",
           },
         ],
       },
       {
         "name": "infersight-kv-cache-prompt-sources.rules",
-        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
+        "interval": f.duration($._config["intervals.view_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_prompt_tokens_cached:ratio_rate" + f.duration($._config["intervals.rate"]),
@@ -275,7 +281,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-kv-cache-residency.rules",
-        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
+        "interval": f.duration($._config["intervals.view_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_kv_block_lifetime_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
@@ -317,7 +323,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-kv-cache-transfer-1.rules",
-        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
+        "interval": f.duration($._config["intervals.view_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_kv_offload_load_bytes:rate" + f.duration($._config["intervals.rate"]),
@@ -403,7 +409,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-kv-cache-transfer-2.rules",
-        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
+        "interval": f.duration($._config["intervals.view_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_nixl_xfer_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
@@ -481,7 +487,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-kv-cache-batch.rules",
-        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
+        "interval": f.duration($._config["intervals.view_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_iteration_tokens_total_bucket:rate" + f.duration($._config["intervals.rate"]),
@@ -502,6 +508,16 @@ local f = import 'lib/format.libsonnet';
         "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
+            "record": "instance:vllm_request_queue_time_seconds:p95_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "histogram_quantile(0.95, sum by (le, job, instance, model_name) (rate(vllm:request_queue_time_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "])))",
+          },
+        ],
+      },
+      {
+        "name": "infersight-kv-cache-queue-time-view.rules",
+        "interval": f.duration($._config["intervals.view_evaluation"]),
+        "rules": [
+          {
             "record": "model:vllm_request_queue_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
             "expr": "sum by (job, model_name, le) (rate(vllm:request_queue_time_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
           },
@@ -517,15 +533,11 @@ local f = import 'lib/format.libsonnet';
             "record": "model:vllm_request_queue_time_seconds:p99_rate" + f.duration($._config["intervals.rate"]),
             "expr": "histogram_quantile(0.99, sum by (le, job, model_name) (model:vllm_request_queue_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
           },
-          {
-            "record": "instance:vllm_request_queue_time_seconds:p95_rate" + f.duration($._config["intervals.rate"]),
-            "expr": "histogram_quantile(0.95, sum by (le, job, instance, model_name) (rate(vllm:request_queue_time_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "])))",
-          },
         ],
       },
       {
         "name": "infersight-kv-cache-prefill-time.rules",
-        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
+        "interval": f.duration($._config["intervals.view_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_request_prefill_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
@@ -547,7 +559,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-kv-cache-decode-time.rules",
-        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
+        "interval": f.duration($._config["intervals.view_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_request_decode_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
@@ -584,6 +596,16 @@ local f = import 'lib/format.libsonnet';
             "expr": "avg by (job, model_name, layer) (expert:infersight_moe_expert_tokens:rate5m)",
           },
           {
+            "record": "layer:infersight_moe_expert_load_share:variance_rate5m",
+            "expr": "stdvar by (job, model_name, layer) (expert:infersight_moe_expert_tokens:rate5m\n/ on (job, model_name, layer) group_left\nlayer:infersight_moe_expert_tokens:rate5m)",
+          },
+        ],
+      },
+      {
+        "name": "infersight-moe-view.rules",
+        "interval": f.duration($._config["intervals.view_evaluation"]),
+        "rules": [
+          {
             "record": "layer:infersight_moe_expert_load:cv_rate5m",
             "expr": "stddev by (job, model_name, layer) (expert:infersight_moe_expert_tokens:rate5m)\n/\nlayer:infersight_moe_expert_tokens:mean_rate5m",
           },
@@ -594,10 +616,6 @@ local f = import 'lib/format.libsonnet';
           {
             "record": "layer:infersight_moe_expert_load:balancedness_rate5m",
             "expr": "layer:infersight_moe_expert_tokens:mean_rate5m\n/\nmax by (job, model_name, layer) (expert:infersight_moe_expert_tokens:rate5m)",
-          },
-          {
-            "record": "layer:infersight_moe_expert_load_share:variance_rate5m",
-            "expr": "stdvar by (job, model_name, layer) (expert:infersight_moe_expert_tokens:rate5m\n/ on (job, model_name, layer) group_left\nlayer:infersight_moe_expert_tokens:rate5m)",
           },
         ],
       },
@@ -628,6 +646,20 @@ local f = import 'lib/format.libsonnet';
         "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
+            "record": "instance:vllm_num_preemptions:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, instance, model_name) (rate(vllm:num_preemptions_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+          {
+            "record": "engine:vllm_kv_cache_usage:ratio",
+            "expr": "max by (job, instance, model_name, engine) ((vllm:kv_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + "} or vllm:gpu_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + "}))",
+          },
+        ],
+      },
+      {
+        "name": "infersight-serving-view.rules",
+        "interval": f.duration($._config["intervals.view_evaluation"]),
+        "rules": [
+          {
             "record": "model:vllm_request_success:rate" + f.duration($._config["intervals.rate"]),
             "expr": "sum by (job, model_name, finished_reason) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
           },
@@ -651,19 +683,21 @@ local f = import 'lib/format.libsonnet';
             "record": "instance:vllm_generation_tokens:rate" + f.duration($._config["intervals.rate"]),
             "expr": "sum by (job, instance, model_name) (rate(vllm:generation_tokens_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
           },
-          {
-            "record": "instance:vllm_num_preemptions:rate" + f.duration($._config["intervals.rate"]),
-            "expr": "sum by (job, instance, model_name) (rate(vllm:num_preemptions_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
-          },
-          {
-            "record": "engine:vllm_kv_cache_usage:ratio",
-            "expr": "max by (job, instance, model_name, engine) ((vllm:kv_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + "} or vllm:gpu_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + "}))",
-          },
         ],
       },
       {
         "name": "infersight-serving-ttft.rules",
         "interval": f.duration($._config["intervals.dashboard_evaluation"]),
+        "rules": [
+          {
+            "record": "instance:vllm_time_to_first_token_seconds:p99_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "histogram_quantile(0.99, sum by (le, job, instance, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "])))",
+          },
+        ],
+      },
+      {
+        "name": "infersight-serving-ttft-view.rules",
+        "interval": f.duration($._config["intervals.view_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_time_to_first_token_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
@@ -681,15 +715,11 @@ local f = import 'lib/format.libsonnet';
             "record": "model:vllm_time_to_first_token_seconds:p99_rate" + f.duration($._config["intervals.rate"]),
             "expr": "histogram_quantile(0.99, sum by (le, job, model_name) (model:vllm_time_to_first_token_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
           },
-          {
-            "record": "instance:vllm_time_to_first_token_seconds:p99_rate" + f.duration($._config["intervals.rate"]),
-            "expr": "histogram_quantile(0.99, sum by (le, job, instance, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "])))",
-          },
         ],
       },
       {
         "name": "infersight-serving-itl.rules",
-        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
+        "interval": f.duration($._config["intervals.view_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_inter_token_latency_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
@@ -711,7 +741,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-serving-e2e.rules",
-        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
+        "interval": f.duration($._config["intervals.view_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_e2e_request_latency_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
@@ -879,7 +909,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-serving-slo-availability-2.rules",
-        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
+        "interval": f.duration($._config["intervals.view_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.period"]),
@@ -1038,7 +1068,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-serving-slo-ttft-2.rules",
-        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
+        "interval": f.duration($._config["intervals.view_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.period"]),
@@ -1197,7 +1227,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-serving-slo-itl-2.rules",
-        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
+        "interval": f.duration($._config["intervals.view_evaluation"]),
         "rules": [
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.period"]),
@@ -1210,7 +1240,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-serving-lora.rules",
-        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
+        "interval": f.duration($._config["intervals.view_evaluation"]),
         "rules": [
           {
             "record": "instance:vllm_lora_adapters:count",
@@ -1230,7 +1260,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-serving-mfu.rules",
-        "interval": f.duration($._config["intervals.dashboard_evaluation"]),
+        "interval": f.duration($._config["intervals.view_evaluation"]),
         "rules": [
           {
             "record": "engine:vllm_estimated_flops_per_gpu:rate" + f.duration($._config["intervals.rate"]),
@@ -1251,10 +1281,6 @@ local f = import 'lib/format.libsonnet';
         "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
-            "record": "instance:vllm_spec_decode_num_drafts:rate" + f.duration($._config["intervals.rate"]),
-            "expr": "sum by (job, instance, model_name) (rate(vllm:spec_decode_num_drafts_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
-          },
-          {
             "record": "instance:vllm_spec_decode_num_draft_tokens:rate" + f.duration($._config["intervals.rate"]),
             "expr": "sum by (job, instance, model_name) (rate(vllm:spec_decode_num_draft_tokens_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
           },
@@ -1267,6 +1293,20 @@ local f = import 'lib/format.libsonnet';
             "expr": "(instance:vllm_spec_decode_num_accepted_tokens:rate" + f.duration($._config["intervals.rate"]) + ")\n/\n((instance:vllm_spec_decode_num_draft_tokens:rate" + f.duration($._config["intervals.rate"]) + ") > 0)",
           },
           {
+            "record": "instance:vllm_spec_decode_acceptance:ratio_rate" + f.duration($._config["spec_decode.alerts.acceptance_collapse.baseline_window"]),
+            "expr": "(sum by (job, instance, model_name) (rate(vllm:spec_decode_num_accepted_tokens_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["spec_decode.alerts.acceptance_collapse.baseline_window"]) + "])))\n/\n((sum by (job, instance, model_name) (rate(vllm:spec_decode_num_draft_tokens_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["spec_decode.alerts.acceptance_collapse.baseline_window"]) + "]))) > 0)",
+          },
+        ],
+      },
+      {
+        "name": "infersight-spec-decode-view.rules",
+        "interval": f.duration($._config["intervals.view_evaluation"]),
+        "rules": [
+          {
+            "record": "instance:vllm_spec_decode_num_drafts:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, instance, model_name) (rate(vllm:spec_decode_num_drafts_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+          {
             "record": "model:vllm_spec_decode_acceptance:ratio_rate" + f.duration($._config["intervals.rate"]),
             "expr": "(sum by (job, model_name) (instance:vllm_spec_decode_num_accepted_tokens:rate" + f.duration($._config["intervals.rate"]) + "))\n/\n((sum by (job, model_name) (instance:vllm_spec_decode_num_draft_tokens:rate" + f.duration($._config["intervals.rate"]) + ")) > 0)",
           },
@@ -1277,10 +1317,6 @@ local f = import 'lib/format.libsonnet';
           {
             "record": "model_position:vllm_spec_decode_acceptance:ratio_rate" + f.duration($._config["intervals.rate"]),
             "expr": "sum by (job, model_name, position) (rate(vllm:spec_decode_num_accepted_tokens_per_pos_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))\n/ on (job, model_name) group_left ()\n((sum by (job, model_name) (instance:vllm_spec_decode_num_drafts:rate" + f.duration($._config["intervals.rate"]) + ")) > 0)",
-          },
-          {
-            "record": "instance:vllm_spec_decode_acceptance:ratio_rate" + f.duration($._config["spec_decode.alerts.acceptance_collapse.baseline_window"]),
-            "expr": "(sum by (job, instance, model_name) (rate(vllm:spec_decode_num_accepted_tokens_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["spec_decode.alerts.acceptance_collapse.baseline_window"]) + "])))\n/\n((sum by (job, instance, model_name) (rate(vllm:spec_decode_num_draft_tokens_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["spec_decode.alerts.acceptance_collapse.baseline_window"]) + "]))) > 0)",
           },
         ],
       },

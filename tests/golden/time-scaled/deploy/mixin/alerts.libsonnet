@@ -36,6 +36,12 @@ local f = import 'lib/format.libsonnet';
               "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightexportercollectionstale",
             },
           },
+        ],
+      },
+      {
+        "name": "infersight-exporter-health-patient.alerts",
+        "interval": "1s",
+        "rules": [
           {
             "alert": "InfersightExporterErrors",
             "expr": "sum by (job, instance, exporter, kind) (increase(infersight_exporter_errors_total[10s])) > " + f.g6($._config["exporters.alerts.errors.min_errors"]),
@@ -85,34 +91,6 @@ local f = import 'lib/format.libsonnet';
             },
           },
           {
-            "alert": "InfersightGPUTemperatureHigh",
-            "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((DCGM_FI_DEV_GPU_TEMP{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_GPU_TEMP_CELSIUS{" + f.matchers($._config["selectors.dcgm"]) + "}) > " + f.g6($._config["gpu.alerts.temperature.celsius"]) + ", \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")",
-            "for": "10s",
-            "labels": {
-              "component": "gpu",
-              "severity": "warning",
-            },
-            "annotations": {
-              "summary": "A GPU runs hot.",
-              "description": "GPU {{ $labels.gpu }} ({{ $labels.modelName }}, {{ $labels.UUID }}) on {{ $labels.Hostname }} is at {{ $value }} °C (threshold " + f.g6($._config["gpu.alerts.temperature.celsius"]) + " °C); it will throttle near its slowdown temperature.",
-              "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightgputemperaturehigh",
-            },
-          },
-          {
-            "alert": "InfersightGPUBandwidthKVThrash",
-            "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(avg_over_time(DCGM_FI_DEV_MEM_COPY_UTIL{" + f.matchers($._config["selectors.dcgm"]) + "}[5s]) / 100 > " + f.repr($._config["gpu.alerts.bandwidth_kv_thrash.mem_copy_ratio"]) + ", \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")\nand on (infersight_workload)\nsum by (infersight_workload) (instance:vllm_num_preemptions:rate" + f.duration($._config["intervals.rate"]) + "\n* on (job, instance) group_left (infersight_workload)\ninstance:vllm_gpu_workload:group) > " + f.g6($._config["gpu.alerts.bandwidth_kv_thrash.preemptions_per_second"]),
-            "for": "10s",
-            "labels": {
-              "component": "gpu",
-              "severity": "warning",
-            },
-            "annotations": {
-              "summary": "A GPU's memory bandwidth is saturated while its engines preempt KV-cache blocks.",
-              "description": "GPU {{ $labels.gpu }} ({{ $labels.modelName }}, {{ $labels.UUID }}) on {{ $labels.Hostname }} averaged {{ $value | humanizePercentage }} memory-copy utilization over 5s (threshold " + f.pct($._config["gpu.alerts.bandwidth_kv_thrash.mem_copy_ratio"]) + "%) while its engines ({{ $labels.infersight_workload }}) preempted requests: the KV cache is thrashing.",
-              "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightgpubandwidthkvthrash",
-            },
-          },
-          {
             "alert": "InfersightGPUIdleWithQueuedRequests",
             "expr": "(\ninstance:vllm_num_requests_waiting:sum\n* on (job, instance) group_left (infersight_workload)\ninstance:vllm_gpu_workload:group\n) >= " + f.g6($._config["gpu.alerts.idle_with_queue.min_waiting"]) + "\nand on (infersight_workload)\nmax by (infersight_workload) (label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((max_over_time(DCGM_FI_DEV_GPU_UTIL{" + f.matchers($._config["selectors.dcgm"]) + "}[5s]) or max_over_time(DCGM_FI_DEV_GPU_UTIL_RATIO{" + f.matchers($._config["selectors.dcgm"]) + "}[5s])) / 100, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")) < " + f.repr($._config["gpu.alerts.idle_with_queue.util_ratio"]),
             "for": "5s",
@@ -152,6 +130,40 @@ local f = import 'lib/format.libsonnet';
               "summary": "A GPU stopped reporting while its exporter still answers.",
               "description": "GPU {{ $labels.gpu }} ({{ $labels.modelName }}, {{ $labels.UUID }}) on {{ $labels.Hostname }} was reported within the last 1m but is gone from dcgm-exporter {{ $labels.instance }}, which still answers: the GPU fell off the bus (XID 79) or needs a reset, and the engines on it have lost it.",
               "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightgpulost",
+            },
+          },
+        ],
+      },
+      {
+        "name": "infersight-gpu-patient.alerts",
+        "interval": "1s",
+        "rules": [
+          {
+            "alert": "InfersightGPUTemperatureHigh",
+            "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((DCGM_FI_DEV_GPU_TEMP{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_GPU_TEMP_CELSIUS{" + f.matchers($._config["selectors.dcgm"]) + "}) > " + f.g6($._config["gpu.alerts.temperature.celsius"]) + ", \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")",
+            "for": "10s",
+            "labels": {
+              "component": "gpu",
+              "severity": "warning",
+            },
+            "annotations": {
+              "summary": "A GPU runs hot.",
+              "description": "GPU {{ $labels.gpu }} ({{ $labels.modelName }}, {{ $labels.UUID }}) on {{ $labels.Hostname }} is at {{ $value }} °C (threshold " + f.g6($._config["gpu.alerts.temperature.celsius"]) + " °C); it will throttle near its slowdown temperature.",
+              "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightgputemperaturehigh",
+            },
+          },
+          {
+            "alert": "InfersightGPUBandwidthKVThrash",
+            "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(avg_over_time(DCGM_FI_DEV_MEM_COPY_UTIL{" + f.matchers($._config["selectors.dcgm"]) + "}[5s]) / 100 > " + f.repr($._config["gpu.alerts.bandwidth_kv_thrash.mem_copy_ratio"]) + ", \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")\nand on (infersight_workload)\nsum by (infersight_workload) (instance:vllm_num_preemptions:rate" + f.duration($._config["intervals.rate"]) + "\n* on (job, instance) group_left (infersight_workload)\ninstance:vllm_gpu_workload:group) > " + f.g6($._config["gpu.alerts.bandwidth_kv_thrash.preemptions_per_second"]),
+            "for": "10s",
+            "labels": {
+              "component": "gpu",
+              "severity": "warning",
+            },
+            "annotations": {
+              "summary": "A GPU's memory bandwidth is saturated while its engines preempt KV-cache blocks.",
+              "description": "GPU {{ $labels.gpu }} ({{ $labels.modelName }}, {{ $labels.UUID }}) on {{ $labels.Hostname }} averaged {{ $value | humanizePercentage }} memory-copy utilization over 5s (threshold " + f.pct($._config["gpu.alerts.bandwidth_kv_thrash.mem_copy_ratio"]) + "%) while its engines ({{ $labels.infersight_workload }}) preempted requests: the KV cache is thrashing.",
+              "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightgpubandwidthkvthrash",
             },
           },
         ],
@@ -236,6 +248,12 @@ local f = import 'lib/format.libsonnet';
               "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightvllmkvcachesaturated",
             },
           },
+        ],
+      },
+      {
+        "name": "infersight-kv-cache-patient.alerts",
+        "interval": "1s",
+        "rules": [
           {
             "alert": "InfersightVLLMPreemptionsSustained",
             "expr": "instance:vllm_num_preemptions:rate" + f.duration($._config["intervals.rate"]) + " > " + f.repr($._config["kv_cache.alerts.preemptions.per_second"]),
@@ -296,7 +314,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-moe.alerts",
-        "interval": "500ms",
+        "interval": "1s",
         "rules": [
           {
             "alert": "InfersightMoEExpertImbalance",
@@ -445,20 +463,6 @@ local f = import 'lib/format.libsonnet';
             },
           },
           {
-            "alert": "InfersightVLLMMetricsAbsent",
-            "expr": "up{" + f.matchers($._config["selectors.vllm"]) + "} == 1\nunless on (job, instance)\nvllm:num_requests_running{" + f.matchers($._config["selectors.vllm"]) + "}",
-            "for": "10s",
-            "labels": {
-              "component": "serving",
-              "severity": "warning",
-            },
-            "annotations": {
-              "summary": "A vLLM target is up but exposes no vLLM engine metrics.",
-              "description": "Target {{ $labels.instance }} (job {{ $labels.job }}) answers scrapes but has no vllm:num_requests_running: the engine failed to start, metrics are disabled, or the job scrapes something that is not vLLM.",
-              "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightvllmmetricsabsent",
-            },
-          },
-          {
             "alert": "InfersightVLLMHungEngine",
             "expr": "(\n  instance:vllm_num_requests_running:sum + instance:vllm_num_requests_waiting:sum\n) > 0\nand on (job, instance, model_name)\n(\n  sum by (job, instance, model_name) (rate(vllm:generation_tokens_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))\n  + sum by (job, instance, model_name) (rate(vllm:prompt_tokens_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))\n  + sum by (job, instance, model_name) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))\n) == 0",
             "for": "5s",
@@ -487,20 +491,6 @@ local f = import 'lib/format.libsonnet';
             },
           },
           {
-            "alert": "InfersightVLLMOutlierReplica",
-            "expr": "label_replace(\n  (\n    instance:vllm_time_to_first_token_seconds:p99_rate" + f.duration($._config["intervals.rate"]) + "\n    > on (job, model_name) group_left ()\n    (" + f.g6($._config["alerts.serving.outlier_replica.factor"]) + " * quantile by (job, model_name) (0.5, instance:vllm_time_to_first_token_seconds:p99_rate" + f.duration($._config["intervals.rate"]) + "\n    and on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + " > " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + ")))\n  ) > " + f.repr($._config["alerts.serving.outlier_replica.min_ttft_seconds"]) + "\n  and on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + " > " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + ")\n  and on (job, model_name) (count by (job, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + " > " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + ") >= " + f.int($._config["alerts.serving.outlier_replica.min_replicas"]) + "),\n  \"signal\", \"ttft_p99\", \"\", \"\"\n)\nor\nlabel_replace(\n  (\n    instance:vllm_request_queue_time_seconds:p95_rate" + f.duration($._config["intervals.rate"]) + "\n    > on (job, model_name) group_left ()\n    (" + f.g6($._config["alerts.serving.outlier_replica.factor"]) + " * quantile by (job, model_name) (0.5, instance:vllm_request_queue_time_seconds:p95_rate" + f.duration($._config["intervals.rate"]) + "\n    and on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + " > " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + ")))\n  ) > " + f.repr($._config["alerts.serving.outlier_replica.min_queue_seconds"]) + "\n  and on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + " > " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + ")\n  and on (job, model_name) (count by (job, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + " > " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + ") >= " + f.int($._config["alerts.serving.outlier_replica.min_replicas"]) + "),\n  \"signal\", \"queue_p95\", \"\", \"\"\n)\nor\nlabel_replace(\n  (\n    (sum by (job, instance, model_name) ((rate(vllm:inter_token_latency_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + "}[5s]) or rate(vllm:time_per_output_token_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))))\n/\n(sum by (job, instance, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[5s]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))))\n    > on (job, model_name) group_left ()\n    (" + f.g6($._config["alerts.serving.outlier_replica.factor"]) + " * quantile by (job, model_name) (0.5, (sum by (job, instance, model_name) ((rate(vllm:inter_token_latency_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + "}[5s]) or rate(vllm:time_per_output_token_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))))\n/\n(sum by (job, instance, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[5s]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))))\n    and on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + " > " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + ")))\n  ) > " + f.repr($._config["alerts.serving.outlier_replica.min_itl_seconds"]) + "\n  and on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + " > " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + ")\n  and on (job, model_name) (count by (job, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + " > " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + ") >= " + f.int($._config["alerts.serving.outlier_replica.min_replicas"]) + "),\n  \"signal\", \"itl_mean\", \"\", \"\"\n)",
-            "for": "15s",
-            "labels": {
-              "component": "serving",
-              "severity": "warning",
-            },
-            "annotations": {
-              "summary": "One vLLM replica is much slower than the other replicas of its model.",
-              "description": "{{ $labels.instance }} (job {{ $labels.job }}) serves {{ $labels.model_name }} with {{ $labels.signal }} {{ $value | printf \"%.3f\" }} s, over " + f.g6($._config["alerts.serving.outlier_replica.factor"]) + "x the median of the model's replicas with traffic (" + f.int($._config["alerts.serving.outlier_replica.min_replicas"]) + " at least), while its peers are not: a bad node, GPU or configuration on that replica, not the model's load.",
-              "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightvllmoutlierreplica",
-            },
-          },
-          {
             "alert": "InfersightVLLMEngineUnhealthy",
             "expr": "vllm:engine_healthy{" + f.matchers($._config["selectors.vllm"]) + "} == 0",
             "for": "1s",
@@ -517,8 +507,42 @@ local f = import 'lib/format.libsonnet';
         ],
       },
       {
+        "name": "infersight-serving-patient.alerts",
+        "interval": "1s",
+        "rules": [
+          {
+            "alert": "InfersightVLLMMetricsAbsent",
+            "expr": "up{" + f.matchers($._config["selectors.vllm"]) + "} == 1\nunless on (job, instance)\nvllm:num_requests_running{" + f.matchers($._config["selectors.vllm"]) + "}",
+            "for": "10s",
+            "labels": {
+              "component": "serving",
+              "severity": "warning",
+            },
+            "annotations": {
+              "summary": "A vLLM target is up but exposes no vLLM engine metrics.",
+              "description": "Target {{ $labels.instance }} (job {{ $labels.job }}) answers scrapes but has no vllm:num_requests_running: the engine failed to start, metrics are disabled, or the job scrapes something that is not vLLM.",
+              "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightvllmmetricsabsent",
+            },
+          },
+          {
+            "alert": "InfersightVLLMOutlierReplica",
+            "expr": "label_replace(\n  (\n    instance:vllm_time_to_first_token_seconds:p99_rate" + f.duration($._config["intervals.rate"]) + "\n    > on (job, model_name) group_left ()\n    (" + f.g6($._config["alerts.serving.outlier_replica.factor"]) + " * quantile by (job, model_name) (0.5, instance:vllm_time_to_first_token_seconds:p99_rate" + f.duration($._config["intervals.rate"]) + "\n    and on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + " > " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + ")))\n  ) > " + f.repr($._config["alerts.serving.outlier_replica.min_ttft_seconds"]) + "\n  and on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + " > " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + ")\n  and on (job, model_name) (count by (job, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + " > " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + ") >= " + f.int($._config["alerts.serving.outlier_replica.min_replicas"]) + "),\n  \"signal\", \"ttft_p99\", \"\", \"\"\n)\nor\nlabel_replace(\n  (\n    instance:vllm_request_queue_time_seconds:p95_rate" + f.duration($._config["intervals.rate"]) + "\n    > on (job, model_name) group_left ()\n    (" + f.g6($._config["alerts.serving.outlier_replica.factor"]) + " * quantile by (job, model_name) (0.5, instance:vllm_request_queue_time_seconds:p95_rate" + f.duration($._config["intervals.rate"]) + "\n    and on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + " > " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + ")))\n  ) > " + f.repr($._config["alerts.serving.outlier_replica.min_queue_seconds"]) + "\n  and on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + " > " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + ")\n  and on (job, model_name) (count by (job, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + " > " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + ") >= " + f.int($._config["alerts.serving.outlier_replica.min_replicas"]) + "),\n  \"signal\", \"queue_p95\", \"\", \"\"\n)\nor\nlabel_replace(\n  (\n    (sum by (job, instance, model_name) ((rate(vllm:inter_token_latency_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + "}[5s]) or rate(vllm:time_per_output_token_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))))\n/\n(sum by (job, instance, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[5s]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))))\n    > on (job, model_name) group_left ()\n    (" + f.g6($._config["alerts.serving.outlier_replica.factor"]) + " * quantile by (job, model_name) (0.5, (sum by (job, instance, model_name) ((rate(vllm:inter_token_latency_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + "}[5s]) or rate(vllm:time_per_output_token_seconds_sum{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))))\n/\n(sum by (job, instance, model_name) ((rate(vllm:inter_token_latency_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[5s]) or rate(vllm:time_per_output_token_seconds_count{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))))\n    and on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + " > " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + ")))\n  ) > " + f.repr($._config["alerts.serving.outlier_replica.min_itl_seconds"]) + "\n  and on (job, instance, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + " > " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + ")\n  and on (job, model_name) (count by (job, model_name) (instance:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + " > " + f.repr($._config["alerts.serving.outlier_replica.min_requests_per_second"]) + ") >= " + f.int($._config["alerts.serving.outlier_replica.min_replicas"]) + "),\n  \"signal\", \"itl_mean\", \"\", \"\"\n)",
+            "for": "15s",
+            "labels": {
+              "component": "serving",
+              "severity": "warning",
+            },
+            "annotations": {
+              "summary": "One vLLM replica is much slower than the other replicas of its model.",
+              "description": "{{ $labels.instance }} (job {{ $labels.job }}) serves {{ $labels.model_name }} with {{ $labels.signal }} {{ $value | printf \"%.3f\" }} s, over " + f.g6($._config["alerts.serving.outlier_replica.factor"]) + "x the median of the model's replicas with traffic (" + f.int($._config["alerts.serving.outlier_replica.min_replicas"]) + " at least), while its peers are not: a bad node, GPU or configuration on that replica, not the model's load.",
+              "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightvllmoutlierreplica",
+            },
+          },
+        ],
+      },
+      {
         "name": "infersight-spec-decode.alerts",
-        "interval": "500ms",
+        "interval": "1s",
         "rules": [
           {
             "alert": "InfersightVLLMDraftAcceptanceCollapse",

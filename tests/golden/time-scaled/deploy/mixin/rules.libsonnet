@@ -6,7 +6,7 @@ local f = import 'lib/format.libsonnet';
     groups+: [
       {
         "name": "infersight-gpu.rules",
-        "interval": "1s",
+        "interval": "2s",
         "rules": [
           {
             "record": "node:dcgm_gpus:count",
@@ -117,6 +117,28 @@ local f = import 'lib/format.libsonnet';
         "interval": "1s",
         "rules": [
           {
+            "record": "engine:vllm_kv_cache_usage:stddev10m",
+            "expr": "max by (job, instance, model_name, engine) ((stddev_over_time(vllm:kv_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + "}[10s]) or stddev_over_time(vllm:gpu_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + "}[10s])))",
+          },
+          {
+            "record": "instance:vllm_prefix_cache_queries:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, instance, model_name) ((rate(vllm:prefix_cache_queries_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s]) or rate(vllm:gpu_prefix_cache_queries_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s])))",
+          },
+          {
+            "record": "instance:vllm_prefix_cache_hits:ratio_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "(sum by (job, instance, model_name) ((rate(vllm:prefix_cache_hits_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s]) or rate(vllm:gpu_prefix_cache_hits_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))))\n/\n((instance:vllm_prefix_cache_queries:rate" + f.duration($._config["intervals.rate"]) + ") > 0)",
+          },
+          {
+            "record": "instance:vllm_prefix_cache_hits:ratio_rate1h",
+            "expr": "(sum by (job, instance, model_name) ((rate(vllm:prefix_cache_hits_total{" + f.matchers($._config["selectors.vllm"]) + "}[1m]) or rate(vllm:gpu_prefix_cache_hits_total{" + f.matchers($._config["selectors.vllm"]) + "}[1m]))))\n/\n((sum by (job, instance, model_name) ((rate(vllm:prefix_cache_queries_total{" + f.matchers($._config["selectors.vllm"]) + "}[1m]) or rate(vllm:gpu_prefix_cache_queries_total{" + f.matchers($._config["selectors.vllm"]) + "}[1m])))) > 0)",
+          },
+        ],
+      },
+      {
+        "name": "infersight-kv-cache-view.rules",
+        "interval": "2s",
+        "rules": [
+          {
             "record": "model:vllm_kv_cache_usage:p50",
             "expr": "quantile by (job, model_name) (0.5, engine:vllm_kv_cache_usage:ratio)",
           },
@@ -139,10 +161,6 @@ local f = import 'lib/format.libsonnet';
           {
             "record": "model:vllm_kv_cache_usage:min",
             "expr": "min by (job, model_name) (engine:vllm_kv_cache_usage:ratio)",
-          },
-          {
-            "record": "engine:vllm_kv_cache_usage:stddev10m",
-            "expr": "max by (job, instance, model_name, engine) ((stddev_over_time(vllm:kv_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + "}[10s]) or stddev_over_time(vllm:gpu_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + "}[10s])))",
           },
           {
             "record": "instance:vllm_request_num_preemptions:mean_rate" + f.duration($._config["intervals.rate"]),
@@ -169,26 +187,14 @@ local f = import 'lib/format.libsonnet';
             "expr": "sum by (job, model_name, reason) (rate(vllm:admission_rejections_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))",
           },
           {
-            "record": "instance:vllm_prefix_cache_queries:rate" + f.duration($._config["intervals.rate"]),
-            "expr": "sum by (job, instance, model_name) ((rate(vllm:prefix_cache_queries_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s]) or rate(vllm:gpu_prefix_cache_queries_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s])))",
-          },
-          {
-            "record": "instance:vllm_prefix_cache_hits:ratio_rate" + f.duration($._config["intervals.rate"]),
-            "expr": "(sum by (job, instance, model_name) ((rate(vllm:prefix_cache_hits_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s]) or rate(vllm:gpu_prefix_cache_hits_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))))\n/\n((instance:vllm_prefix_cache_queries:rate" + f.duration($._config["intervals.rate"]) + ") > 0)",
-          },
-          {
             "record": "model:vllm_prefix_cache_hits:ratio_rate" + f.duration($._config["intervals.rate"]),
             "expr": "(sum by (job, model_name) ((rate(vllm:prefix_cache_hits_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s]) or rate(vllm:gpu_prefix_cache_hits_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))))\n/\n((sum by (job, model_name) (instance:vllm_prefix_cache_queries:rate" + f.duration($._config["intervals.rate"]) + ")) > 0)",
-          },
-          {
-            "record": "instance:vllm_prefix_cache_hits:ratio_rate1h",
-            "expr": "(sum by (job, instance, model_name) ((rate(vllm:prefix_cache_hits_total{" + f.matchers($._config["selectors.vllm"]) + "}[1m]) or rate(vllm:gpu_prefix_cache_hits_total{" + f.matchers($._config["selectors.vllm"]) + "}[1m]))))\n/\n((sum by (job, instance, model_name) ((rate(vllm:prefix_cache_queries_total{" + f.matchers($._config["selectors.vllm"]) + "}[1m]) or rate(vllm:gpu_prefix_cache_queries_total{" + f.matchers($._config["selectors.vllm"]) + "}[1m])))) > 0)",
           },
         ],
       },
       {
         "name": "infersight-kv-cache-prompt-sources.rules",
-        "interval": "1s",
+        "interval": "2s",
         "rules": [
           {
             "record": "model:vllm_prompt_tokens_cached:ratio_rate" + f.duration($._config["intervals.rate"]),
@@ -206,7 +212,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-kv-cache-residency.rules",
-        "interval": "1s",
+        "interval": "2s",
         "rules": [
           {
             "record": "model:vllm_kv_block_lifetime_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
@@ -248,7 +254,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-kv-cache-transfer-1.rules",
-        "interval": "1s",
+        "interval": "2s",
         "rules": [
           {
             "record": "model:vllm_kv_offload_load_bytes:rate" + f.duration($._config["intervals.rate"]),
@@ -334,7 +340,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-kv-cache-transfer-2.rules",
-        "interval": "1s",
+        "interval": "2s",
         "rules": [
           {
             "record": "model:vllm_nixl_xfer_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
@@ -412,7 +418,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-kv-cache-batch.rules",
-        "interval": "1s",
+        "interval": "2s",
         "rules": [
           {
             "record": "model:vllm_iteration_tokens_total_bucket:rate" + f.duration($._config["intervals.rate"]),
@@ -433,6 +439,16 @@ local f = import 'lib/format.libsonnet';
         "interval": "1s",
         "rules": [
           {
+            "record": "instance:vllm_request_queue_time_seconds:p95_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "histogram_quantile(0.95, sum by (le, job, instance, model_name) (rate(vllm:request_queue_time_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[5s])))",
+          },
+        ],
+      },
+      {
+        "name": "infersight-kv-cache-queue-time-view.rules",
+        "interval": "2s",
+        "rules": [
+          {
             "record": "model:vllm_request_queue_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
             "expr": "sum by (job, model_name, le) (rate(vllm:request_queue_time_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))",
           },
@@ -448,15 +464,11 @@ local f = import 'lib/format.libsonnet';
             "record": "model:vllm_request_queue_time_seconds:p99_rate" + f.duration($._config["intervals.rate"]),
             "expr": "histogram_quantile(0.99, sum by (le, job, model_name) (model:vllm_request_queue_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
           },
-          {
-            "record": "instance:vllm_request_queue_time_seconds:p95_rate" + f.duration($._config["intervals.rate"]),
-            "expr": "histogram_quantile(0.95, sum by (le, job, instance, model_name) (rate(vllm:request_queue_time_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[5s])))",
-          },
         ],
       },
       {
         "name": "infersight-kv-cache-prefill-time.rules",
-        "interval": "1s",
+        "interval": "2s",
         "rules": [
           {
             "record": "model:vllm_request_prefill_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
@@ -478,7 +490,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-kv-cache-decode-time.rules",
-        "interval": "1s",
+        "interval": "2s",
         "rules": [
           {
             "record": "model:vllm_request_decode_time_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
@@ -515,6 +527,16 @@ local f = import 'lib/format.libsonnet';
             "expr": "avg by (job, model_name, layer) (expert:infersight_moe_expert_tokens:rate5m)",
           },
           {
+            "record": "layer:infersight_moe_expert_load_share:variance_rate5m",
+            "expr": "stdvar by (job, model_name, layer) (expert:infersight_moe_expert_tokens:rate5m\n/ on (job, model_name, layer) group_left\nlayer:infersight_moe_expert_tokens:rate5m)",
+          },
+        ],
+      },
+      {
+        "name": "infersight-moe-view.rules",
+        "interval": "2s",
+        "rules": [
+          {
             "record": "layer:infersight_moe_expert_load:cv_rate5m",
             "expr": "stddev by (job, model_name, layer) (expert:infersight_moe_expert_tokens:rate5m)\n/\nlayer:infersight_moe_expert_tokens:mean_rate5m",
           },
@@ -525,10 +547,6 @@ local f = import 'lib/format.libsonnet';
           {
             "record": "layer:infersight_moe_expert_load:balancedness_rate5m",
             "expr": "layer:infersight_moe_expert_tokens:mean_rate5m\n/\nmax by (job, model_name, layer) (expert:infersight_moe_expert_tokens:rate5m)",
-          },
-          {
-            "record": "layer:infersight_moe_expert_load_share:variance_rate5m",
-            "expr": "stdvar by (job, model_name, layer) (expert:infersight_moe_expert_tokens:rate5m\n/ on (job, model_name, layer) group_left\nlayer:infersight_moe_expert_tokens:rate5m)",
           },
         ],
       },
@@ -559,6 +577,20 @@ local f = import 'lib/format.libsonnet';
         "interval": "1s",
         "rules": [
           {
+            "record": "instance:vllm_num_preemptions:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, instance, model_name) (rate(vllm:num_preemptions_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))",
+          },
+          {
+            "record": "engine:vllm_kv_cache_usage:ratio",
+            "expr": "max by (job, instance, model_name, engine) ((vllm:kv_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + "} or vllm:gpu_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + "}))",
+          },
+        ],
+      },
+      {
+        "name": "infersight-serving-view.rules",
+        "interval": "2s",
+        "rules": [
+          {
             "record": "model:vllm_request_success:rate" + f.duration($._config["intervals.rate"]),
             "expr": "sum by (job, model_name, finished_reason) (rate(vllm:request_success_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))",
           },
@@ -582,19 +614,21 @@ local f = import 'lib/format.libsonnet';
             "record": "instance:vllm_generation_tokens:rate" + f.duration($._config["intervals.rate"]),
             "expr": "sum by (job, instance, model_name) (rate(vllm:generation_tokens_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))",
           },
-          {
-            "record": "instance:vllm_num_preemptions:rate" + f.duration($._config["intervals.rate"]),
-            "expr": "sum by (job, instance, model_name) (rate(vllm:num_preemptions_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))",
-          },
-          {
-            "record": "engine:vllm_kv_cache_usage:ratio",
-            "expr": "max by (job, instance, model_name, engine) ((vllm:kv_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + "} or vllm:gpu_cache_usage_perc{" + f.matchers($._config["selectors.vllm"]) + "}))",
-          },
         ],
       },
       {
         "name": "infersight-serving-ttft.rules",
         "interval": "1s",
+        "rules": [
+          {
+            "record": "instance:vllm_time_to_first_token_seconds:p99_rate" + f.duration($._config["intervals.rate"]),
+            "expr": "histogram_quantile(0.99, sum by (le, job, instance, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[5s])))",
+          },
+        ],
+      },
+      {
+        "name": "infersight-serving-ttft-view.rules",
+        "interval": "2s",
         "rules": [
           {
             "record": "model:vllm_time_to_first_token_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
@@ -612,15 +646,11 @@ local f = import 'lib/format.libsonnet';
             "record": "model:vllm_time_to_first_token_seconds:p99_rate" + f.duration($._config["intervals.rate"]),
             "expr": "histogram_quantile(0.99, sum by (le, job, model_name) (model:vllm_time_to_first_token_seconds_bucket:rate" + f.duration($._config["intervals.rate"]) + "))",
           },
-          {
-            "record": "instance:vllm_time_to_first_token_seconds:p99_rate" + f.duration($._config["intervals.rate"]),
-            "expr": "histogram_quantile(0.99, sum by (le, job, instance, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + "}[5s])))",
-          },
         ],
       },
       {
         "name": "infersight-serving-itl.rules",
-        "interval": "1s",
+        "interval": "2s",
         "rules": [
           {
             "record": "model:vllm_inter_token_latency_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
@@ -642,7 +672,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-serving-e2e.rules",
-        "interval": "1s",
+        "interval": "2s",
         "rules": [
           {
             "record": "model:vllm_e2e_request_latency_seconds_bucket:rate" + f.duration($._config["intervals.rate"]),
@@ -739,8 +769,8 @@ local f = import 'lib/format.libsonnet';
         ],
       },
       {
-        "name": "infersight-serving-slo-availability-patient.rules",
-        "interval": "1s",
+        "name": "infersight-serving-slo-availability-view.rules",
+        "interval": "2s",
         "rules": [
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.period"]),
@@ -828,8 +858,8 @@ local f = import 'lib/format.libsonnet';
         ],
       },
       {
-        "name": "infersight-serving-slo-ttft-patient.rules",
-        "interval": "1s",
+        "name": "infersight-serving-slo-ttft-view.rules",
+        "interval": "2s",
         "rules": [
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.period"]),
@@ -917,8 +947,8 @@ local f = import 'lib/format.libsonnet';
         ],
       },
       {
-        "name": "infersight-serving-slo-itl-patient.rules",
-        "interval": "1s",
+        "name": "infersight-serving-slo-itl-view.rules",
+        "interval": "2s",
         "rules": [
           {
             "record": "model:vllm_slo_errors:ratio_rate" + f.duration($._config["slo.period"]),
@@ -931,7 +961,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-serving-lora.rules",
-        "interval": "1s",
+        "interval": "2s",
         "rules": [
           {
             "record": "instance:vllm_lora_adapters:count",
@@ -951,7 +981,7 @@ local f = import 'lib/format.libsonnet';
       },
       {
         "name": "infersight-serving-mfu.rules",
-        "interval": "1s",
+        "interval": "2s",
         "rules": [
           {
             "record": "engine:vllm_estimated_flops_per_gpu:rate" + f.duration($._config["intervals.rate"]),
@@ -972,10 +1002,6 @@ local f = import 'lib/format.libsonnet';
         "interval": "1s",
         "rules": [
           {
-            "record": "instance:vllm_spec_decode_num_drafts:rate" + f.duration($._config["intervals.rate"]),
-            "expr": "sum by (job, instance, model_name) (rate(vllm:spec_decode_num_drafts_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))",
-          },
-          {
             "record": "instance:vllm_spec_decode_num_draft_tokens:rate" + f.duration($._config["intervals.rate"]),
             "expr": "sum by (job, instance, model_name) (rate(vllm:spec_decode_num_draft_tokens_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))",
           },
@@ -988,6 +1014,20 @@ local f = import 'lib/format.libsonnet';
             "expr": "(instance:vllm_spec_decode_num_accepted_tokens:rate" + f.duration($._config["intervals.rate"]) + ")\n/\n((instance:vllm_spec_decode_num_draft_tokens:rate" + f.duration($._config["intervals.rate"]) + ") > 0)",
           },
           {
+            "record": "instance:vllm_spec_decode_acceptance:ratio_rate1h",
+            "expr": "(sum by (job, instance, model_name) (rate(vllm:spec_decode_num_accepted_tokens_total{" + f.matchers($._config["selectors.vllm"]) + "}[1m])))\n/\n((sum by (job, instance, model_name) (rate(vllm:spec_decode_num_draft_tokens_total{" + f.matchers($._config["selectors.vllm"]) + "}[1m]))) > 0)",
+          },
+        ],
+      },
+      {
+        "name": "infersight-spec-decode-view.rules",
+        "interval": "2s",
+        "rules": [
+          {
+            "record": "instance:vllm_spec_decode_num_drafts:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, instance, model_name) (rate(vllm:spec_decode_num_drafts_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))",
+          },
+          {
             "record": "model:vllm_spec_decode_acceptance:ratio_rate" + f.duration($._config["intervals.rate"]),
             "expr": "(sum by (job, model_name) (instance:vllm_spec_decode_num_accepted_tokens:rate" + f.duration($._config["intervals.rate"]) + "))\n/\n((sum by (job, model_name) (instance:vllm_spec_decode_num_draft_tokens:rate" + f.duration($._config["intervals.rate"]) + ")) > 0)",
           },
@@ -998,10 +1038,6 @@ local f = import 'lib/format.libsonnet';
           {
             "record": "model_position:vllm_spec_decode_acceptance:ratio_rate" + f.duration($._config["intervals.rate"]),
             "expr": "sum by (job, model_name, position) (rate(vllm:spec_decode_num_accepted_tokens_per_pos_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))\n/ on (job, model_name) group_left ()\n((sum by (job, model_name) (instance:vllm_spec_decode_num_drafts:rate" + f.duration($._config["intervals.rate"]) + ")) > 0)",
-          },
-          {
-            "record": "instance:vllm_spec_decode_acceptance:ratio_rate1h",
-            "expr": "(sum by (job, instance, model_name) (rate(vllm:spec_decode_num_accepted_tokens_total{" + f.matchers($._config["selectors.vllm"]) + "}[1m])))\n/\n((sum by (job, instance, model_name) (rate(vllm:spec_decode_num_draft_tokens_total{" + f.matchers($._config["selectors.vllm"]) + "}[1m]))) > 0)",
           },
         ],
       },
