@@ -20,10 +20,9 @@ from infersight.bundle import pack_dashboards, pack_groups
 from infersight.config import Config
 from infersight.deploy import trace
 from infersight.durations import Duration
-from infersight.lint import metric_names
 from infersight.output import dump_json
 from infersight.packs import PACKS, by_name
-from infersight.rules import rule_file
+from infersight.rules import RecordingRule, rule_file
 
 DIR = "deploy/mixin"
 
@@ -200,22 +199,11 @@ def _for_keys(cfg: Config, template: dict[str, Any]) -> tuple[list[str], list[st
     if slow <= fast:
         return [], []
     built = core(cfg)
-    recorded = {
-        r["record"]: (r["expr"], Duration.parse(g["interval"]))
-        for g in built["prometheusRules"]["groups"]
-        for r in g["rules"]
-    }
+    recording = [g for p in PACKS for g in pack_groups(cfg, p, "recording_rules")]
+    moved = {r.record for g in recording if g.interval == slow for r in g.rules if isinstance(r, RecordingRule)}
 
     def reads_a_moved_recording(expr: str) -> bool:
-        todo, seen = [expr], set()
-        while todo:
-            for name in metric_names(todo.pop()):
-                if name in recorded and name not in seen:
-                    seen.add(name)
-                    if recorded[name][1] == slow:
-                        return True
-                    todo.append(recorded[name][0])
-        return False
+        return bool(evaluation_intervals.read_by(recording, [expr]) & moved)
 
     patient_keys, prompt_keys = set(), set()
     # The template is the same build with settings traced: its groups and rules in the same order.
