@@ -185,10 +185,11 @@ class Limits(_Strict):
 
 
 class Validity(_Strict):
-    """When a run's numbers cannot be trusted: the client fell behind its own schedule. Each
-    open-loop stage may lag up to the larger of ``max_schedule_lag_p99`` and
-    ``max_schedule_lag_gap_fraction`` of its mean gap between requests: a lag that is small
-    against the gap does not change the load, however busy the host."""
+    """When a run's numbers cannot be trusted: the client fell behind its own schedule. A send is
+    late when it lags past the larger of ``max_schedule_lag_p99`` and
+    ``max_schedule_lag_gap_fraction`` of its stage's mean gap between requests (a lag small
+    against the gap does not change the load, however busy the host), and one send in a hundred
+    may be late; ``infersight.loadgen.stats`` counts them."""
 
     max_schedule_lag_p99: Duration = Duration.parse("10ms")
     max_schedule_lag_gap_fraction: float = Field(default=0.1, gt=0, le=1)
@@ -199,7 +200,7 @@ class Validity(_Strict):
         return self
 
     def allowed_lag_ms(self, rate: float) -> float:
-        """The schedule-lag p99 a stage at ``rate`` requests/s may have."""
+        """How late a send of a stage at ``rate`` requests/s may be before it counts as late."""
         return max(self.max_schedule_lag_p99.ms, self.max_schedule_lag_gap_fraction * 1000 / rate)
 
 

@@ -161,6 +161,7 @@ def _load_section(load: dict[str, Any]) -> str:
                 ", ".join(f"{k}: {v}" for k, v in st["errors"].items()) or "-",
                 _s(st["ttft_s"]["p95"], 3),
                 _s(st["schedule_lag_ms"]["p99"], 2),
+                f"{st['schedule_lag_late']} (≤ {st['schedule_lag_late_allowed']})" if "schedule_lag_late" in st else "",
             ]
         )
     validity = "valid" if summary["valid"] else "INVALID: " + "; ".join(summary["invalid_reasons"])
@@ -179,6 +180,7 @@ def _load_section(load: dict[str, Any]) -> str:
                 "errors",
                 "client TTFT p95 (s)",
                 "schedule lag p99 (ms)",
+                "sends late (allowed)",
             ),
             rows,
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -111,6 +112,9 @@ def test_report_files_expectations_and_no_prompt_text(tmp_path: Path) -> None:
     assert 'src="plots/01-overload.png"' in page and "a note for the reader" in page
     assert "InfersightX" in page  # a rule no scenario exercised is listed
     assert "Client versus server TTFT" in page
+    assert re.search(r"<td>0 \(≤ \d+\)</td>", page), (
+        "each open-loop stage shows its late sends and how many it may have"
+    )
     data = json.loads((tmp_path / "report" / "validation.json").read_text())
     assert data["time_scale"] == 60 and data["passed"] is False
     assert [s["name"] for s in data["scenarios"]] == ["overload", "target_down"]
