@@ -240,8 +240,9 @@ def _failure(what: str, url: str, exc: BaseException) -> str:
 
 
 def _parse(raw: bytes) -> Any:
+    """The answer's JSON, or its text when it is not JSON (callers name what they expected)."""
     text = raw.decode("utf-8", "replace")
     try:
         return json.loads(text) if text.strip() else None
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # nested past Python's recursion limit: not an API's answer
         return text

@@ -233,6 +233,32 @@ def test_html_from_the_rules_api_restores_the_previous_files(
     assert snapshot(tmp_path) == before
 
 
+# JSON nested past Python's recursion limit: json.loads raises RecursionError, not a decode error.
+DEEP_JSON = Reply(200, b"[" * 100_000)
+
+
+def test_json_nested_too_deeply_from_the_rules_api_restores_the_previous_files(
+    scaled_bundle: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = previous_rules(tmp_path)
+    with prometheus_stand_in(DEEP_JSON) as stand_in:
+        capsys.readouterr()
+        assert deploy_rules(scaled_bundle, tmp_path, stand_in.url) == 1
+    err = one_line_error(capsys, "rules")
+    assert "/api/v1/rules" in err and "not Prometheus's JSON" in err
+    assert snapshot(tmp_path) == before
+
+
+def test_json_nested_too_deeply_from_grafana_is_one_line(
+    bundle_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    with FaultServer(lambda request, out, stop: out.write(DEEP_JSON.encode())) as deep:
+        assert deploy_dashboards(bundle_dir, deep.url) == 1
+    err = one_line_error(capsys, "dashboards")
+    assert "not Grafana's JSON" in err
+
+
 def test_an_unexpected_exception_restores_the_previous_files(
     scaled_bundle: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
