@@ -7,6 +7,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from infersight.commands.build import template_text
 from infersight.config import Config, ConfigError, default_data, load_config, parse_config
@@ -20,6 +21,30 @@ def test_empty_config_is_the_defaults() -> None:
 
 def test_init_template_loads_to_exactly_the_defaults() -> None:
     assert parse_config(yaml.safe_load(template_text())) == Config()
+
+
+def _config_keys(model: BaseModel, prefix: str = "") -> set[str]:
+    """Every key of the config, nested sections included, as a dotted path (aliases as written)."""
+    keys = set()
+    for name, info in type(model).model_fields.items():
+        path = prefix + (info.alias or name)
+        keys.add(path)
+        value = getattr(model, name)
+        if isinstance(value, BaseModel):
+            keys |= _config_keys(value, path + ".")
+    return keys
+
+
+def _yaml_keys(data: Any, prefix: str = "") -> set[str]:
+    if not isinstance(data, dict):
+        return set()
+    return {k for key, value in data.items() for k in (prefix + key, *_yaml_keys(value, f"{prefix}{key}."))}
+
+
+def test_init_template_writes_every_key() -> None:
+    """Loading to the defaults is not enough: a missing section loads to its defaults too."""
+    missing = _config_keys(Config()) - _yaml_keys(yaml.safe_load(template_text()))
+    assert not missing, f"infersight init leaves out {sorted(missing)}"
 
 
 def test_partial_section_keeps_sibling_defaults() -> None:
