@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from prometheus_client.parser import text_string_to_metric_families
 
 from infersight import promql
+from infersight.deploy import http
 from infersight.durations import Duration
-from infersight.stack.process import http_get
 from infersight.validate.apis import ApiError, PrometheusApi
 
 _ITERATIONS = "prometheus_rule_group_iterations"
@@ -31,18 +31,27 @@ class RuleIterations:
 
 
 def rule_iterations(prometheus_url: str) -> RuleIterations | None:
-    """Prometheus's own counters (summed over rule groups), read from its ``/metrics``."""
-    status, body = http_get(f"{prometheus_url}/metrics", timeout=10)
-    if status != 200:
-        return None
-    sums = {_ITERATIONS: 0.0, _MISSED: 0.0}
+    """Prometheus's own counters (summed over rule groups), read from its ``/metrics``; None when
+    that cannot be read or holds no such counter (unknown, which is not "none missed"). Read through
+    the deploy client, like every other call to this user-given address: no redirect is followed,
+    the answer is capped, and the call ends within its timeout however slowly it is sent."""
     try:
-        for family in text_string_to_metric_families(body.decode("utf-8", "replace")):
-            if family.name in sums:
-                sums[family.name] += sum(s.value for s in family.samples if s.name.endswith("_total"))
+        answer = http.request("GET", f"{prometheus_url}/metrics", deadline=http.Deadline.after(10))
+    except http.RequestFailed:
+        return None
+    if answer.status != 200 or not isinstance(answer.body, str):
+        return None
+    sums: dict[str, float] = {}
+    try:
+        for family in text_string_to_metric_families(answer.body):
+            if family.name in (_ITERATIONS, _MISSED):
+                total = sum(s.value for s in family.samples if s.name.endswith("_total"))
+                sums[family.name] = sums.get(family.name, 0.0) + total
     except ValueError:
         return None
-    return RuleIterations(sums[_ITERATIONS], sums[_MISSED])
+    if _ITERATIONS not in sums:
+        return None
+    return RuleIterations(sums[_ITERATIONS], sums.get(_MISSED, 0.0))
 
 
 @dataclass(frozen=True)

@@ -11,24 +11,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
-from infersight.validate.apis import AlertmanagerApi, ApiError, PrometheusApi
+from infersight.validate.apis import AlertmanagerApi, ApiError, PrometheusApi, parse_time
 from infersight.validate.timeline import AlertInterval
 
 Key = tuple[tuple[str, str], ...]
-
-
-def parse_time(text: str) -> float:
-    """An RFC 3339 time from Prometheus or Alertmanager (nanoseconds allowed) as Unix time."""
-    text = text.strip().replace("Z", "+00:00")
-    head, dot, rest = text.partition(".")
-    if dot:  # Python parses at most microseconds: keep 6 digits of the fraction
-        zone_at = next((k for k, c in enumerate(rest) if not c.isdigit()), len(rest))
-        digits, zone = rest[:zone_at], rest[zone_at:]
-        text = f"{head}.{digits[:6].ljust(6, '0')}{zone}"
-    return datetime.fromisoformat(text).timestamp()
 
 
 def _key(labels: dict[str, Any]) -> Key:

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from infersight.cli import main
 from infersight.loadgen.stub_server import StubConfig, StubServer
+from infersight.validate import monitoring_health
 from infersight.validate.apis import AlertmanagerApi, ApiError, PrometheusApi
 from infersight.validate.controls import ControlError, wait_for_models
 from tests.fault_servers import Reply, drip_server, garbage_server, redirect_server, routes_server
@@ -167,3 +169,80 @@ def test_interval_answers_of_the_wrong_shape_are_one_api_error() -> None:
             api.scrape_interval_s("127.0.0.1:8000")
         with pytest.raises(ApiError, match="/api/v1/rules: not a list of rule groups with their intervals"):
             api.evaluation_interval_s("X")
+
+
+def _success(data: Any) -> Reply:
+    return Reply.json({"status": "success", "data": data})
+
+
+# Answers that are JSON and "success" but not what the API documents: each must be one ApiError
+# naming the path, never a KeyError or TypeError from deep inside a caller.
+WRONG_SHAPES = {
+    "alerts, data a list": ("/api/v1/alerts", _success([]), lambda api: api.alerts()),
+    "alerts, an alert a string": ("/api/v1/alerts", _success({"alerts": ["x"]}), lambda api: api.alerts()),
+    "alerts, labels a list": (
+        "/api/v1/alerts",
+        _success({"alerts": [{"labels": [], "state": "firing"}]}),
+        lambda api: api.alerts(),
+    ),
+    "alerts, activeAt not a time": (
+        "/api/v1/alerts",
+        _success({"alerts": [{"labels": {"alertname": "X"}, "state": "firing", "activeAt": "yesterday"}]}),
+        lambda api: api.alerts(),
+    ),
+    "rules, no groups": ("/api/v1/rules", _success({}), lambda api: api.alert_rules()),
+    "rules, a group without rules": ("/api/v1/rules", _success({"groups": [{}]}), lambda api: api.alert_rules()),
+    "query, a sample without value": (
+        "/api/v1/query",
+        _success({"resultType": "vector", "result": [{"metric": {}}]}),
+        lambda api: api.query("up"),
+    ),
+    "query, a value that is no number": (
+        "/api/v1/query",
+        _success({"resultType": "vector", "result": [{"metric": {}, "value": [1, "many"]}]}),
+        lambda api: api.query("up"),
+    ),
+    "query, data a list": ("/api/v1/query", _success([]), lambda api: api.query("up")),
+    "query_range, values not pairs": (
+        "/api/v1/query_range",
+        _success({"resultType": "matrix", "result": [{"metric": {}, "values": [[1]]}]}),
+        lambda api: api.query_range("up", 0, 10, 1),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", WRONG_SHAPES, ids=list(WRONG_SHAPES))
+def test_prometheus_answers_of_the_wrong_shape_are_one_api_error(case: str) -> None:
+    path, reply, call = WRONG_SHAPES[case]
+    with routes_server({path: reply}) as prometheus, pytest.raises(ApiError) as raised:
+        call(PrometheusApi(prometheus.url))
+    assert str(raised.value).startswith(f"{prometheus.url}{path}: "), raised.value
+    assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize("body", [["x"], [{"labels": "x"}], [{}]], ids=["a string", "labels a string", "no labels"])
+def test_alertmanager_alerts_of_the_wrong_shape_are_one_api_error(body: Any) -> None:
+    with routes_server({"/api/v2/alerts": Reply.json(body)}) as alertmanager, pytest.raises(ApiError) as raised:
+        AlertmanagerApi(alertmanager.url).alerts()
+    assert str(raised.value).startswith(f"{alertmanager.url}/api/v2/alerts: "), raised.value
+
+
+ITERATIONS = (
+    "# TYPE prometheus_rule_group_iterations_total counter\n"
+    'prometheus_rule_group_iterations_total{rule_group="a"} 7\n'
+    "# TYPE prometheus_rule_group_iterations_missed_total counter\n"
+    'prometheus_rule_group_iterations_missed_total{rule_group="a"} 1\n'
+)
+
+
+def test_rule_iterations_read_prometheus_metrics_and_refuse_what_is_not_them() -> None:
+    """A redirect is not followed, and an answer without the counters is unknown (None), not zero
+    evaluations missed: the report would otherwise vouch for a Prometheus it never read."""
+    with routes_server({"/metrics": Reply.text(ITERATIONS)}) as prometheus:
+        assert monitoring_health.rule_iterations(prometheus.url) == monitoring_health.RuleIterations(7, 1)
+    with routes_server({"/metrics": Reply.text("hello, this is not Prometheus\n")}) as other:
+        assert monitoring_health.rule_iterations(other.url) is None
+    with routes_server({"/metrics": Reply.text(ITERATIONS)}) as elsewhere:
+        with redirect_server(elsewhere.url + "/metrics") as redirecting:
+            assert monitoring_health.rule_iterations(redirecting.url) is None
+        assert elsewhere.requests == []

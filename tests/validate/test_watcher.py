@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from infersight.stack.ports import LOOPBACK
-from infersight.validate.apis import AlertmanagerApi, ApiError, PrometheusApi
-from infersight.validate.watcher import AlertWatcher, parse_time
+from infersight.validate.apis import AlertmanagerApi, ApiError, PrometheusApi, parse_time
+from infersight.validate.watcher import AlertWatcher
 
 LABELS = {"alertname": "InfersightVLLMTargetDown", "severity": "critical", "component": "serving", "instance": "a:1"}
 ACTIVE_AT = "2023-11-14T22:13:20.123456789Z"  # 1_700_000_000.123456 (nanoseconds as Prometheus writes them)
@@ -163,6 +163,27 @@ def test_api_failures_are_counted_not_raised_and_keep_the_state(apis: Apis) -> N
     clock.t += 3
     w.poll_once()
     assert w.max_gap_s == 6  # the failed poll left a 6 s hole in what was seen
+
+
+def test_a_malformed_alert_is_a_failed_poll_and_the_watcher_keeps_polling(apis: Apis) -> None:
+    """An alert that is not an object, or whose activeAt is not a time, once killed the polling
+    thread without a word: the run then reported its alerts as never seen."""
+    w = AlertWatcher(PrometheusApi(apis.url), None, poll_s=0.02).start()
+    try:
+        apis.prom = ["x", {**prom_alert("firing"), "activeAt": "yesterday"}]  # type: ignore[list-item]
+        for _ in range(200):
+            if len(w.errors) >= 2:
+                break
+            threading.Event().wait(0.02)
+        apis.prom = [prom_alert("firing")]
+        for _ in range(200):
+            if w.intervals():
+                break
+            threading.Event().wait(0.02)
+    finally:
+        w.stop()
+    assert w.errors and "not a list of alerts with their labels" in w.errors[0], w.errors
+    assert [i.name for i in w.intervals()] == ["InfersightVLLMTargetDown"]
 
 
 def test_unreachable_prometheus_is_an_api_error() -> None:
