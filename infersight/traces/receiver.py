@@ -34,6 +34,7 @@ PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 MAX_BODY_BYTES = 16 * 1024 * 1024
 DEFAULT_MAX_SPANS = 200_000
+DEFAULT_READ_TIMEOUT_S = 30.0  # per read of a request; an exporter sends a whole export at once
 
 
 class BadExport(Exception):
@@ -68,7 +69,7 @@ def parse_export(body: bytes, content_type: str, content_encoding: str) -> Expor
             json_format.ParseDict(_hex_ids_as_base64(json.loads(body)), request, ignore_unknown_fields=True)
         else:
             raise BadExport(415, f"Content-Type {content_type or 'none'!r} not supported; allowed: {PROTOBUF}, {JSON}")
-    except (DecodeError, json_format.ParseError, ValueError, AttributeError, TypeError):
+    except (DecodeError, json_format.ParseError, ValueError, AttributeError, TypeError, RecursionError):
         raise BadExport(400, f"body is not an OTLP trace export ({content_type})") from None
     return request
 
@@ -96,8 +97,10 @@ class SpanReceiver:
         port: int = 0,
         max_spans: int = DEFAULT_MAX_SPANS,
         on_export: Callable[[ExportTraceServiceRequest], None] | None = None,
+        read_timeout_s: float = DEFAULT_READ_TIMEOUT_S,
     ):
         self._host = host
+        self._read_timeout_s = read_timeout_s
         self._lock = threading.Lock()
         self._spans: list[Span] = []
         self._max_spans = max_spans
@@ -156,6 +159,8 @@ class SpanReceiver:
             # One export per connection: a kept-alive connection would outlive stop() in its handler
             # thread, and the sender's next export would land in a receiver nobody reads any more.
             protocol_version = "HTTP/1.0"
+            # A sender that stops mid-request must not hold its handler thread for ever.
+            timeout = receiver._read_timeout_s
 
             def do_POST(self) -> None:
                 try:
@@ -182,14 +187,23 @@ class SpanReceiver:
                     raise BadExport(411, "Content-Length required")
                 if int(length) > MAX_BODY_BYTES:
                     raise BadExport(413, f"body over {MAX_BODY_BYTES} bytes")
-                return self.rfile.read(int(length))
+                try:
+                    body = self.rfile.read(int(length))
+                except TimeoutError:
+                    raise BadExport(408, f"body not sent within {receiver._read_timeout_s:g} s") from None
+                if len(body) < int(length):
+                    raise BadExport(400, f"body cut short: {len(body)} of the {length} bytes Content-Length declares")
+                return body
 
             def _answer(self, status: int, content_type: str, body: bytes) -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", content_type)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except OSError:
+                    pass  # the sender hung up first: nothing to tell it
 
             def log_message(self, format: str, *args: object) -> None:
                 pass  # quiet: a request line is no business of a validation report

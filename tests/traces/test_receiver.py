@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import http.client
 import json
+import socket
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -22,7 +23,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 from infersight.stack.ports import free_port
 from infersight.traces import spans as sp
 from infersight.traces.context import new_traceparent
-from infersight.traces.receiver import JSON, MAX_BODY_BYTES, PROTOBUF, SpanReceiver
+from infersight.traces.receiver import JSON, MAX_BODY_BYTES, PATH, PROTOBUF, SpanReceiver
 
 
 @pytest.fixture
@@ -121,6 +122,7 @@ def test_json_and_gzip_bodies_are_read_as_the_otlp_spec_allows(receiver: SpanRec
         ("/v1/traces", b"\xff\xff\xff", {"Content-Type": "application/x-protobuf"}, 400, "not an OTLP trace export"),
         ("/v1/traces", b"{not json", {"Content-Type": "application/json"}, 400, "not an OTLP trace export"),
         ("/v1/traces", b"[1, 2]", {"Content-Type": "application/json"}, 400, "not an OTLP trace export"),
+        ("/v1/traces", b"[" * 100_000, {"Content-Type": JSON}, 400, "not an OTLP trace export"),  # past recursion
         ("/v1/traces", b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]}', {"Content-Type": JSON},
          400, "not an OTLP trace export"),
         ("/v1/traces", b"not gzip", {"Content-Type": PROTOBUF, "Content-Encoding": "gzip"}, 400, "gzip"),
@@ -152,6 +154,48 @@ def test_a_body_over_the_limit_is_refused_unread(receiver: SpanReceiver) -> None
     bomb = gzip.compress(b"\0" * (MAX_BODY_BYTES + 1024))  # small on the wire, too big unzipped
     got, text = post(receiver.url, bomb, {"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"})
     assert got == 413 and "unzipped" in text
+
+
+def _raw_export(url: str, declared: int, sent: bytes) -> socket.socket:
+    """A POST that declares ``declared`` body bytes and sends ``sent``, its connection left open."""
+    parts = urllib.parse.urlsplit(url)
+    sock = socket.create_connection((parts.hostname, parts.port), timeout=10)
+    head = f"POST {PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: {PROTOBUF}\r\nContent-Length: {declared}\r\n\r\n"
+    sock.sendall(head.encode() + sent)
+    return sock
+
+
+def _answer_of(sock: socket.socket) -> str:
+    """Everything the receiver sends before it closes (each recv bounded by the socket's 10 s)."""
+    chunks = []
+    while chunk := sock.recv(4096):
+        chunks.append(chunk)
+    sock.close()
+    return b"".join(chunks).decode(errors="replace")
+
+
+def _one_export() -> bytes:
+    export = ExportTraceServiceRequest()
+    export.resource_spans.add().scope_spans.add().spans.add(trace_id=bytes(range(16)), span_id=bytes(8), name="x")
+    return export.SerializeToString()
+
+
+def test_a_body_cut_short_is_refused_not_kept(receiver: SpanReceiver) -> None:
+    """The sender hangs up before its declared length: half an export is not a success."""
+    body = _one_export()
+    sock = _raw_export(receiver.url, len(body) + 40, body)
+    sock.shutdown(socket.SHUT_WR)
+    answer = _answer_of(sock)
+    assert answer.startswith("HTTP/1.0 400") and "cut short" in answer, answer
+    assert receiver.spans() == [] and receiver.stats.exports == 0 and receiver.stats.refused == 1
+
+
+def test_a_sender_that_stalls_mid_body_is_dropped_after_the_read_timeout() -> None:
+    with SpanReceiver(read_timeout_s=0.5) as receiver:
+        sock = _raw_export(receiver.url, 100, b"\x0a")
+        answer = _answer_of(sock)
+        assert answer.startswith("HTTP/1.0 408") and "0.5 s" in answer, answer
+        assert receiver.stats.refused == 1 and receiver.spans() == []
 
 
 def test_a_sender_that_stays_connected_reaches_the_next_receiver_on_its_port() -> None:
