@@ -95,7 +95,7 @@ class OpenAIStreamClient:
                     return
                 if resp.content_type != EVENT_STREAM:
                     raise BadResponse("not_an_event_stream")
-                await self._read_stream(resp, timer, rec)
+                await self._read_stream(resp, timer, rec, spec.max_tokens)
         except BadResponse as exc:
             rec.error, rec.error_type = "bad_response", exc.reason
         except TimeoutError:
@@ -124,10 +124,12 @@ class OpenAIStreamClient:
     async def _json_or_none(resp: aiohttp.ClientResponse) -> Any:
         try:
             return json.loads(await resp.content.read(_MAX_ERROR_BODY))
-        except (ValueError, aiohttp.ClientError):
+        except (ValueError, RecursionError, aiohttp.ClientError):
             return None
 
-    async def _read_stream(self, resp: aiohttp.ClientResponse, timer: StreamTimer, rec: RequestRecord) -> None:
+    async def _read_stream(
+        self, resp: aiohttp.ClientResponse, timer: StreamTimer, rec: RequestRecord, max_tokens: int
+    ) -> None:
         """Parse server-sent events as bytes arrive; events of one read share its arrival time."""
         clock, endpoint = self._clock, self._endpoint
         pending = b""
@@ -152,6 +154,8 @@ class OpenAIStreamClient:
                         return
                     chunks += 1
                     if parsed.completion_tokens is not None:
+                        if parsed.completion_tokens > max_tokens:  # and ITL would hold one float per claimed token
+                            raise BadResponse("more_tokens_than_asked")
                         rec.completion_tokens = parsed.completion_tokens
                     if parsed.prompt_tokens is not None:
                         rec.prompt_tokens = parsed.prompt_tokens

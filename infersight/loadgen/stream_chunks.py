@@ -91,7 +91,7 @@ def parse_event(payload: bytes, endpoint: Endpoint) -> Chunk | ServerError | Non
         return None
     try:
         obj = json.loads(payload)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested past Python's limit
         raise BadResponse("not_json") from None
     if not isinstance(obj, dict):
         raise BadResponse("not_an_object")

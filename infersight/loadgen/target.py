@@ -6,6 +6,7 @@ someone else's server by a typo is an incident.
 
 from __future__ import annotations
 
+import json
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -59,6 +60,17 @@ def check_target(url: str, allow_remote: bool = False, flag: str = "--target") -
     return base
 
 
+MAX_MODEL_LIST_BYTES = 1024 * 1024  # a server listing thousands of adapters stays far under it
+
+
+async def _read_capped(stream: aiohttp.StreamReader, limit: int) -> bytes:
+    """The body up to ``limit`` bytes (a read returns what has arrived, so read until EOF or the limit)."""
+    raw = b""
+    while len(raw) < limit and (chunk := await stream.read(limit - len(raw))):
+        raw += chunk
+    return raw
+
+
 async def served_model(session: aiohttp.ClientSession, base_url: str, timeout_s: float = 10.0) -> str:
     """The first model id that ``GET /v1/models`` lists."""
     url = base_url + "/v1/models"
@@ -66,11 +78,17 @@ async def served_model(session: aiohttp.ClientSession, base_url: str, timeout_s:
         async with session.get(url, timeout=aiohttp.ClientTimeout(total=timeout_s), allow_redirects=False) as resp:
             if resp.status != 200:
                 raise TargetError(f"GET {url} answered {resp.status}; pass --model NAME or fix the target")
-            data = await resp.json(content_type=None)
+            raw = await _read_capped(resp.content, MAX_MODEL_LIST_BYTES + 1)
     except aiohttp.ClientResponseError:  # raised before any status: the reply was not HTTP
         raise TargetError(f"GET {url}: the reply is not HTTP; is --target the OpenAI server's address?") from None
     except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
         raise TargetError(f"GET {url} failed ({type(exc).__name__}); is the server up? pass --model to skip") from None
+    if len(raw) > MAX_MODEL_LIST_BYTES:
+        raise TargetError(f"GET {url}: the answer is larger than 1 MiB, not a model list; pass --model NAME")
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise TargetError(f"GET {url} failed (not JSON); is --target the OpenAI server's address?") from None
     models = data.get("data") if isinstance(data, dict) else None
     if (
         not isinstance(models, list)

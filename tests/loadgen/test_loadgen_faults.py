@@ -78,6 +78,11 @@ def write_scenario(tmp_path: Path) -> Path:
         b'data: {"choices": [], "usage": {"completion_tokens": "many"}}\n\n' + DONE,
         b'data: {"choices": [], "usage": {"completion_tokens": true}}\n\n' + DONE,
         DONE,  # [DONE] with no completion chunk at all
+        b"data: " + b"[" * 100_000 + b"\n\n" + DONE,  # nested past Python's recursion limit
+        # more tokens than the 8 asked for: a count no OpenAI server gives, and one the ITL would
+        # expand into a latency per claimed token (10**9 of them)
+        b'data: {"choices": [{"text": "a"}], "usage": {"completion_tokens": 1}}\n\n'
+        b'data: {"choices": [{"text": "b"}], "usage": {"completion_tokens": 1000000000}}\n\n' + DONE,
     ],
     ids=lambda b: b[:40].decode(errors="replace"),
 )
@@ -240,6 +245,24 @@ def test_non_http_reply_to_the_model_list_is_one_line(tmp_path: Path, capsys: py
     line = one_line(capsys.readouterr().err)
     assert code == 3
     assert "/v1/models" in line and "not HTTP" in line
+
+
+@pytest.mark.parametrize(
+    ("models", "says"),
+    [
+        (Reply(200, b" " * (2 * 1024 * 1024) + b'{"data": [{"id": "m"}]}'), "larger than 1 MiB"),
+        (Reply(200, b"[" * 100_000), "failed (not JSON)"),
+    ],
+    ids=["2 MiB of blanks before the list", "nested past the recursion limit"],
+)
+def test_a_model_list_that_is_too_large_or_too_deep_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], models: Reply, says: str
+) -> None:
+    with routes_server({"/v1/models": models}) as server:
+        code = main(["loadgen", "run", str(write_scenario(tmp_path)), "--target", server.url])
+    line = one_line(capsys.readouterr().err)
+    assert code == 3
+    assert "/v1/models" in line and says in line, line
 
 
 # --- an output location that cannot take the results -------------------------------------------------
