@@ -52,15 +52,18 @@ def time_scale(text: str) -> float:
 
 def http_url(text: str) -> str:
     """A server's base URL, http:// or https:// with a host (e.g. http://127.0.0.1:9090); no trailing slash."""
-    parts = urllib.parse.urlsplit(text.strip())
+    not_a_url = f"{text!r} is not a URL: give http:// or https:// and a host, e.g. http://127.0.0.1:9090"
+    try:
+        parts = urllib.parse.urlsplit(text.strip())
+        host = parts.hostname  # a bracketed host that is no IPv6 address raises, here or in urlsplit
+    except ValueError:
+        raise argparse.ArgumentTypeError(not_a_url) from None
     try:
         parts.port  # noqa: B018 (a port that is not a number raises here)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} has a port that is not a number (0-65535)") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a URL: give http:// or https:// and a host, e.g. http://127.0.0.1:9090"
-        )
+    if parts.scheme not in ("http", "https") or not host:
+        raise argparse.ArgumentTypeError(not_a_url)
     return text.strip().rstrip("/")
 
 

@@ -36,6 +36,11 @@ def token_from_env(env: Mapping[str, str] = os.environ) -> str:
             f"set {TOKEN_ENV} to a Grafana service-account token with the Editor role "
             "(tokens are read from the environment only, never from flags)"
         )
+    if not all(" " < c < "\x7f" for c in token):  # it goes into an HTTP header; never echo it
+        raise GrafanaError(
+            f"{TOKEN_ENV} holds a character a token cannot have: a Grafana token is printable ASCII "
+            "without spaces (glsa_...); check how the variable was set"
+        )
     return token
 
 

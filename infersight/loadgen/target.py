@@ -31,8 +31,12 @@ def base_url(url: str, flag: str, example: str, allow_path: bool = False) -> str
     if odd is not None:
         what = "a backslash" if odd == "\\" else f"the character {odd!r}"
         raise TargetError(f"{flag} {url!r} contains {what}; {allowed}")
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname  # raises too, on a bracketed host that is no IPv6 address
+    except ValueError:
+        raise TargetError(f"{flag} {url!r} is not an http(s) URL; {allowed}") from None
+    if parts.scheme not in ("http", "https") or not host:
         raise TargetError(f"{flag} {url!r} is not an http(s) URL; {allowed}")
     if "@" in parts.netloc:
         raise TargetError(f"{flag} {url!r} holds credentials (user@host); {allowed}")
@@ -79,6 +83,8 @@ async def served_model(session: aiohttp.ClientSession, base_url: str, timeout_s:
             if resp.status != 200:
                 raise TargetError(f"GET {url} answered {resp.status}; pass --model NAME or fix the target")
             raw = await _read_capped(resp.content, MAX_MODEL_LIST_BYTES + 1)
+    except TargetError:  # a ValueError too: it must not be taken for a failed read below
+        raise
     except aiohttp.ClientResponseError:  # raised before any status: the reply was not HTTP
         raise TargetError(f"GET {url}: the reply is not HTTP; is --target the OpenAI server's address?") from None
     except (aiohttp.ClientError, TimeoutError, ValueError) as exc:

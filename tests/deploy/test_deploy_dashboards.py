@@ -98,6 +98,19 @@ def test_rejected_token_is_reported_without_echoing_it(
     assert "glsa_wrong-secret" not in out.out + out.err
 
 
+@pytest.mark.parametrize("bad", ["glsa_secret-part\nX-Injected: 1", "glsa_secret-part\tX", "glsa_secret-part é"])
+def test_a_token_that_cannot_be_a_header_fails_before_any_request_without_echoing_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], prebuilt: tuple[str, str], bad: str
+) -> None:
+    monkeypatch.setenv(TOKEN_ENV, bad)
+    with FakeGrafana(TOKEN) as grafana:
+        assert run(grafana.url, *prebuilt) == 2
+    assert grafana.requests == []
+    out = capsys.readouterr()
+    assert "secret-part" not in out.out + out.err
+    assert TOKEN_ENV in out.err and "printable ASCII" in out.err
+
+
 def test_missing_datasource_is_a_warning(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], prebuilt: tuple[str, str]
 ) -> None:

@@ -381,15 +381,16 @@ def test_a_timeout_that_is_not_a_sensible_time_limit_is_refused(
 
 
 @pytest.mark.parametrize("command", ["rules", "dashboards"])
+@pytest.mark.parametrize("url", ["notaurl", "http://[::1", "http://[zz]:9090"])
 def test_a_server_address_that_is_not_a_url_is_refused(
-    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    command: str, url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     target = ["--rules-dir", str(tmp_path), "--prometheus-url"] if command == "rules" else ["--grafana-url"]
     with pytest.raises(SystemExit) as exit_:
-        main(["deploy", command, *target, "notaurl"])
+        main(["deploy", command, *target, url])
     assert exit_.value.code == 2
     error = capsys.readouterr().err.strip().splitlines()[-1]
-    assert "'notaurl' is not a URL" in error and "http://" in error
+    assert f"{url!r} is not a URL" in error and "http://" in error, error
 
 
 # --- item 12: bad bundle files, read-only folders, non-HTTP replies --------------------------

@@ -247,6 +247,17 @@ def test_non_http_reply_to_the_model_list_is_one_line(tmp_path: Path, capsys: py
     assert "/v1/models" in line and "not HTTP" in line
 
 
+@pytest.mark.parametrize("status", [404, 302])
+def test_a_model_list_answered_with_another_status_names_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], status: int
+) -> None:
+    with routes_server({}, Reply.json({"error": "no"}, status)) as server:
+        code = main(["loadgen", "run", str(write_scenario(tmp_path)), "--target", server.url])
+    line = one_line(capsys.readouterr().err)
+    assert code == 3
+    assert f"/v1/models answered {status}" in line, line
+
+
 @pytest.mark.parametrize(
     ("models", "says"),
     [

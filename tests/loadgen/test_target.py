@@ -38,6 +38,8 @@ def test_other_targets_need_the_explicit_flag(url: str) -> None:
         ("http://127.0.0.1:8000/v1", "base URL"),
         ("http://127.0.0.1:99999", "--target"),
         ("http://", "not an http(s) URL"),
+        ("http://[::1", "not an http(s) URL"),  # urlsplit raises on these
+        ("http://[zz]:8000", "not an http(s) URL"),
     ],
 )
 def test_malformed_targets(url: str, fragment: str) -> None:
