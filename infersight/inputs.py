@@ -70,6 +70,10 @@ def key_path(*parts: object) -> str:
     return _path([str(p) for p in parts])
 
 
+class SecretValueError(ValueError):
+    """A validator's error about a value that may hold a secret: its message is shown, the value is not."""
+
+
 def problems_from(
     exc: ValidationError, unknown_key_hint: str = "", drop_from_path: re.Pattern[str] | None = None
 ) -> list[tuple[str, str]]:
@@ -88,6 +92,9 @@ def problems_from(
             msg = "unknown key" + (f"; {unknown_key_hint}" if unknown_key_hint else "")
         elif err["type"] == "missing":  # its input is the parent mapping: nothing worth echoing
             problems.append((_path(loc), "required"))
+            continue
+        if isinstance(err.get("ctx", {}).get("error"), SecretValueError):
+            problems.append((_path(loc), _cut(msg, MAX_MESSAGE)))
             continue
         value = err.get("input")
         if isinstance(value, dict) and err["type"] not in ("extra_forbidden", "union_tag_invalid"):

@@ -230,3 +230,20 @@ def test_yaml_attacks_only_raise_short_config_errors(data: st.DataObject) -> Non
             assert kind in str(exc)
     else:
         assert kind not in _MUST_FAIL, f"{attack[:80]!r} at {'.'.join(path)} was accepted"
+
+
+URLS_WRITTEN_INTO_THE_BUNDLE = {
+    "deploy.prometheus_url": {"deploy": {"prometheus_url": "http://admin:s3cret-pw@prom:9090"}},
+    "deploy.remote_write_url": {"deploy": {"remote_write_url": "https://tenant:s3cret-pw@mimir/api/v1/push"}},
+    "deploy.grafana.traces_url": {"deploy": {"grafana": {"traces_url": "http://u:s3cret-pw@tempo:3200"}}},
+    "deploy.alertmanager.page_webhook_url": {"deploy": {"alertmanager": {"page_webhook_url": "https://u:s3cret-pw@x"}}},
+}
+
+
+@pytest.mark.parametrize("key", URLS_WRITTEN_INTO_THE_BUNDLE)
+def test_credentials_in_a_url_the_bundle_writes_are_refused_without_echoing_them(key: str) -> None:
+    """The bundle's files are not secrets (written world-readable, committed, put in ConfigMaps)."""
+    with pytest.raises(ConfigError) as info:
+        parse_config(URLS_WRITTEN_INTO_THE_BUNDLE[key])
+    message = str(info.value)
+    assert key in message and "credentials" in message and "s3cret-pw" not in message, message

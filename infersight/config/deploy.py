@@ -14,7 +14,7 @@ from pydantic import Field, field_validator
 
 from infersight.config.common import MODEL_LABEL_VALUE, Strict
 from infersight.durations import Duration
-from infersight.inputs import brief
+from infersight.inputs import SecretValueError, brief
 
 _K8S_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 _K8S_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
@@ -25,6 +25,19 @@ _HOST_NAME = re.compile(
     r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"
 )
 _HTTP_URL = re.compile(r"^https?://[^\s/$.?#][^\s]*$")
+
+
+def _http_url_or_empty(v: str) -> str:
+    """An http(s) URL without credentials, or "": the bundle writes these into files that are not
+    secret (world-readable, committed, put in ConfigMaps)."""
+    if v and not _HTTP_URL.match(v):
+        raise ValueError("must be an http(s) URL or empty")
+    if "@" in v.split("://", 1)[-1].split("/", 1)[0]:
+        raise SecretValueError(
+            "must not hold credentials (user:password@): the bundle's files are not secret; give them to "
+            "Prometheus, Grafana or Alertmanager through their own secret files"
+        )
+    return v
 
 
 def _host_ports_valid(v: list[str]) -> list[str]:
@@ -155,12 +168,7 @@ class DeployGrafana(Strict):
             raise ValueError("must be an absolute path inside the Grafana container or host")
         return v
 
-    @field_validator("traces_url")
-    @classmethod
-    def _traces_url(cls, v: str) -> str:
-        if v and not _HTTP_URL.match(v):
-            raise ValueError("must be an http(s) URL or empty")
-        return v
+    _traces_url = field_validator("traces_url")(_http_url_or_empty)
 
 
 class DeployAlertmanager(Strict):
@@ -175,12 +183,7 @@ class DeployAlertmanager(Strict):
 
     _host_ports = field_validator("targets")(_host_ports_valid)
 
-    @field_validator("page_webhook_url", "ticket_webhook_url")
-    @classmethod
-    def _url(cls, v: str) -> str:
-        if v and not _HTTP_URL.match(v):
-            raise ValueError("must be an http(s) URL or empty")
-        return v
+    _url = field_validator("page_webhook_url", "ticket_webhook_url")(_http_url_or_empty)
 
 
 class DeployOtelcol(Strict):
@@ -242,9 +245,4 @@ class Deploy(Strict):
     # Mimir, Thanos Receive or another Prometheus: "" keeps one Prometheus (no remote write).
     remote_write_url: str = ""
 
-    @field_validator("prometheus_url", "remote_write_url")
-    @classmethod
-    def _url(cls, v: str) -> str:
-        if v and not _HTTP_URL.match(v):
-            raise ValueError("must be an http(s) URL" + ("" if v else " or empty"))
-        return v
+    _url = field_validator("prometheus_url", "remote_write_url")(_http_url_or_empty)
