@@ -247,3 +247,26 @@ def test_credentials_in_a_url_the_bundle_writes_are_refused_without_echoing_them
         parse_config(URLS_WRITTEN_INTO_THE_BUNDLE[key])
     message = str(info.value)
     assert key in message and "credentials" in message and "s3cret-pw" not in message, message
+
+
+def _scaled(**fields: int) -> dict[str, Any]:
+    model = {"model_name": "m", "workload": {"name": "w", "namespace": "n"}} | fields
+    return {"autoscaling": {"models": [model]}}
+
+
+# Integers the bundle writes into manifests whose fields are int32 (HPA, KEDA) or into a
+# collector's buffer: a 24-digit number builds, then the cluster refuses the manifest.
+HUGE_INTEGERS = {
+    "autoscaling.models.0.max_replicas": _scaled(max_replicas=10**23),
+    "autoscaling.models.0.min_replicas": _scaled(min_replicas=10**23, max_replicas=10**23),
+    "autoscaling.models.0.max_num_seqs": _scaled(max_num_seqs=10**23),
+    "deploy.otelcol.trace_buffer": {"deploy": {"otelcol": {"trace_buffer": 10**99}}},
+    "alerts.serving.outlier_replica.min_replicas": {
+        "alerts": {"serving": {"outlier_replica": {"min_replicas": 10**23}}}
+    },
+}
+
+
+@pytest.mark.parametrize("key", HUGE_INTEGERS)
+def test_integers_past_what_their_consumers_take_are_refused(key: str) -> None:
+    assert key in _problems(HUGE_INTEGERS[key])

@@ -73,11 +73,12 @@ class ScaleDown(Strict):
 class ScaledModel(Strict):
     model_name: str
     workload: Workload
-    min_replicas: int = Field(default=1, ge=1)  # the signal comes from the replicas: zero would never wake
-    max_replicas: int = Field(default=4, ge=1)
+    # The HPA's and KEDA's replica counts are int32; a million replicas of one model is past any fleet.
+    min_replicas: int = Field(default=1, ge=1, le=1_000_000)  # the signal comes from the replicas: zero never wakes
+    max_replicas: int = Field(default=4, ge=1, le=1_000_000)
     signal: Signal = "waiting_per_replica"
     target: float | None = Field(default=None, gt=0)  # None: DEFAULT_TARGETS[signal]
-    max_num_seqs: int = Field(default=256, ge=1)  # vLLM's --max-num-seqs, for batch_fill
+    max_num_seqs: int = Field(default=256, ge=1, le=1_000_000)  # vLLM's --max-num-seqs, for batch_fill
     scale_down: ScaleDown = ScaleDown()
 
     @field_validator("model_name")

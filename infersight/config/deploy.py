@@ -203,7 +203,7 @@ class DeployOtelcol(Strict):
     # docs/traces.md for the memory this takes.
     trace_keep_percent: float = Field(default=10.0, ge=0, le=100)
     trace_decision_wait: Duration = Duration.parse("10s")
-    trace_buffer: int = Field(default=100_000, ge=1000)
+    trace_buffer: int = Field(default=100_000, ge=1000, le=100_000_000)  # num_traces; ~1 KiB and more each
 
     @field_validator("listen_address")
     @classmethod
