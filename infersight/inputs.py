@@ -213,11 +213,18 @@ def parse_yaml(text: str, error: type[InputError], source: str) -> Any:
         raise error(source, [("(file)", "not valid YAML: nested too deeply")]) from None
 
 
+MAX_INPUT_FILE_BYTES = 4 << 20
+
+
 def read_yaml(path: Path, error: type[InputError], source: str | None = None) -> Any:
     """The parsed YAML of a file, or ``error`` naming why it could not be read."""
     source = source or str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as f:
+            raw = f.read(MAX_INPUT_FILE_BYTES + 1)  # a device or a log given by mistake is not read to its end
+        if len(raw) > MAX_INPUT_FILE_BYTES:
+            raise error(source, [("(file)", f"larger than {MAX_INPUT_FILE_BYTES >> 20} MiB; these files are a few KiB")])
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise error(source, [("(file)", f"cannot read: {getattr(exc, 'strerror', None) or exc}")]) from None
     return parse_yaml(text, error, source)

@@ -138,6 +138,12 @@ def test_file_errors(tmp_path: Path) -> None:
         load_config(bad)
 
 
+def test_a_file_without_end_is_refused_unread() -> None:
+    """/dev/zero (or a log passed by mistake) must not be read until memory runs out."""
+    with pytest.raises(ConfigError, match=r"larger than 4 MiB; these files are a few KiB"):
+        load_config(Path("/dev/zero"))
+
+
 def _load_text(tmp_path: Path, text: str) -> Config:
     path = tmp_path / "infersight.yaml"
     path.write_text(text)
