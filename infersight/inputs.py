@@ -223,7 +223,8 @@ def read_yaml(path: Path, error: type[InputError], source: str | None = None) ->
         with path.open("rb") as f:
             raw = f.read(MAX_INPUT_FILE_BYTES + 1)  # a device or a log given by mistake is not read to its end
         if len(raw) > MAX_INPUT_FILE_BYTES:
-            raise error(source, [("(file)", f"larger than {MAX_INPUT_FILE_BYTES >> 20} MiB; these files are a few KiB")])
+            too_large = f"larger than {MAX_INPUT_FILE_BYTES >> 20} MiB; these files are a few KiB"
+            raise error(source, [("(file)", too_large)])
         text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise error(source, [("(file)", f"cannot read: {getattr(exc, 'strerror', None) or exc}")]) from None
