@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import math
 import os
 import signal
 import sys
@@ -32,6 +33,8 @@ from aiohttp import web
 
 from infersight.loopback import LOOPBACK, is_loopback
 
+MAX_DELAY_S = 60.0  # past a client's usual request timeout: the stub would only ever time out
+
 
 @dataclass(frozen=True)
 class StubConfig:
@@ -44,8 +47,16 @@ class StubConfig:
     max_prompt_words: int | None = None
 
     def __post_init__(self) -> None:
-        if self.ttft < 0 or self.itl < 0 or self.tokens < 1 or self.tokens_per_chunk < 1 or self.max_tokens_cap < 1:
-            raise ValueError("ttft/itl must be >= 0; tokens, tokens_per_chunk and max_tokens_cap >= 1")
+        for name in ("ttft", "itl"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and 0 <= value <= MAX_DELAY_S):  # inf hung every request; nan read as 0
+                raise ValueError(f"{name} {value!r} is not allowed: give seconds from 0 to {MAX_DELAY_S:g}")
+        if self.tokens < 1 or self.tokens_per_chunk < 1 or self.max_tokens_cap < 1:
+            raise ValueError("tokens, tokens_per_chunk and max_tokens_cap below 1 are not allowed")
+        if self.max_prompt_words is not None and self.max_prompt_words < 1:
+            raise ValueError(
+                f"max_prompt_words {self.max_prompt_words} is not allowed: give 1 or more, or leave it out"
+            )
 
 
 def _error(status: int, message: str, kind: str) -> web.Response:

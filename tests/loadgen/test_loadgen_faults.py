@@ -329,3 +329,17 @@ def test_stub_port_out_of_range_is_an_argparse_error(port: str, capsys: pytest.C
         main(["loadgen", "stub", "--port", port])
     assert exc.value.code == 2
     assert "--port" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [["--ttft", "inf"], ["--ttft", "nan"], ["--itl", "1e9"], ["--max-prompt-words", "-1"], ["--max-prompt-words", "0"]],
+)
+def test_stub_timings_and_limits_it_cannot_keep_are_one_line(
+    flags: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--ttft inf once started a stub whose every request hung; nan was taken as 0."""
+    code = main(["loadgen", "stub", *flags])
+    line = one_line(capsys.readouterr().err)
+    assert code == 2
+    assert flags[0].removeprefix("--").replace("-", "_") in line and "allowed" in line, line
