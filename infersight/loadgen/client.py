@@ -89,6 +89,9 @@ class OpenAIStreamClient:
                 allow_redirects=False,
             ) as resp:
                 rec.status = resp.status
+                if 300 <= resp.status < 400:
+                    rec.error = "redirect"
+                    return
                 if resp.status != 200:
                     rec.error = "http"
                     rec.error_type = error_type(await self._json_or_none(resp))

@@ -20,9 +20,10 @@ class RequestSpec:
     max_tokens: int
 
 
-# The target is not an OpenAI-compatible server: a 200 whose body is not an OpenAI stream, or a reply
-# that is not HTTP at all. A run with any of these is invalid: its latencies are not a model's.
-NOT_OPENAI_KINDS = ("bad_response", "protocol_error")
+# The target is not an OpenAI-compatible server: a 200 whose body is not an OpenAI stream, a reply
+# that is not HTTP at all, or a redirect (never followed: it could lead off loopback, and an OpenAI
+# server answers where it is asked). A run with any of these is invalid: its latencies are not a model's.
+NOT_OPENAI_KINDS = ("bad_response", "protocol_error", "redirect")
 # The client failed, not the server: the request may never have left. A run with any is invalid.
 CLIENT_FAILURE_KINDS = ("invalid_url", "client_error", "unexpected_error")
 # Every client-side error kind; HTTP errors are kept by status code instead.

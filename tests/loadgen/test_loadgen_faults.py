@@ -235,8 +235,22 @@ def test_redirect_is_recorded_not_followed(stub: Callable[..., StubServer]) -> N
     with redirect_server(elsewhere.url + "/v1/completions", status=307) as redirecting:
         rec = send_one(redirecting.url, "completions")
     assert rec.status == 307
-    assert rec.error == "http"
+    assert rec.error == "redirect"  # an OpenAI server answers, it does not send the client elsewhere
     assert elsewhere.requests == 0
+
+
+def test_a_target_that_redirects_every_request_is_an_invalid_run(
+    tmp_path: Path, stub: Callable[..., StubServer], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It once read "valid run" with exit 0, though no request reached a model."""
+    elsewhere = stub()
+    out = tmp_path / "r"
+    with redirect_server(elsewhere.url + "/v1/completions", status=302) as redirecting:
+        argv = ["loadgen", "run", str(write_scenario(tmp_path)), "--target", redirecting.url, "--model", "m"]
+        code = main([*argv, "--out", str(out), "--no-progress"])
+    assert code == 1
+    assert "INVALID RUN" in capsys.readouterr().out
+    assert "redirect" in json.loads((out / "results.json").read_text())["summary"]["invalid_reasons"][0]
 
 
 def test_non_http_reply_to_the_model_list_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
