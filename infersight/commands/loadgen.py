@@ -18,7 +18,13 @@ from typing import Any
 import infersight
 from infersight.loadgen import runner, stub_server
 from infersight.loadgen.prompts import TokenizerError, load_vocabulary
-from infersight.loadgen.results import ResultsLocationError, ResultsWriteError, check_results_dir
+from infersight.loadgen.results import (
+    REQUESTS_CSV,
+    RESULTS_JSON,
+    ResultsLocationError,
+    ResultsWriteError,
+    check_results_dir,
+)
 from infersight.loadgen.scenario import Scenario, ScenarioError, load_scenario
 from infersight.loadgen.target import TargetError, check_target
 
@@ -57,6 +63,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--tokenizer", type=Path, help="the target model's folder or tokenizer.json; prompts are then in its tokens"
     )
     run.add_argument("--out", type=Path, help="results folder (default: loadgen-results/NAME-TIMESTAMP)")
+    run.add_argument("--force", action="store_true", help="replace an earlier run's results in --out")
     run.add_argument("--seed", type=int, help="override the scenario's seed")
     progress = run.add_mutually_exclusive_group()
     progress.add_argument("--progress", dest="progress", action="store_true", default=None, help="live progress")
@@ -129,6 +136,12 @@ def run_command(args: argparse.Namespace) -> int:
         vocabulary = load_vocabulary(args.tokenizer)
         out_dir = args.out or default_results_dir(scenario.name)
         check_results_dir(out_dir)
+        earlier = [name for name in (RESULTS_JSON, REQUESTS_CSV) if (out_dir / name).exists()]
+        if earlier and not args.force:
+            raise ResultsLocationError(
+                f"{out_dir} holds an earlier run's {' and '.join(earlier)}; give a new folder, or pass --force to "
+                "replace them"
+            )
     except ResultsLocationError as exc:
         print(f"infersight loadgen run: --out {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

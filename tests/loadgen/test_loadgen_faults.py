@@ -357,3 +357,21 @@ def test_stub_timings_and_limits_it_cannot_keep_are_one_line(
     line = one_line(capsys.readouterr().err)
     assert code == 2
     assert flags[0].removeprefix("--").replace("-", "_") in line and "allowed" in line, line
+
+
+def test_an_earlier_run_in_out_is_kept_unless_force(
+    tmp_path: Path, stub: Callable[..., StubServer], capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = stub()
+    out = tmp_path / "r"
+    argv = ["loadgen", "run", str(write_scenario(tmp_path)), "--target", server.url, "--out", str(out), "--no-progress"]
+    assert main(argv) == 0
+    first = (out / "results.json").read_bytes()
+    sent = server.requests
+    capsys.readouterr()
+    assert main(argv) == 2
+    line = one_line(capsys.readouterr().err)
+    assert "--out" in line and "earlier run" in line and "--force" in line, line
+    assert (out / "results.json").read_bytes() == first and server.requests == sent  # nothing sent, nothing lost
+    assert main([*argv, "--force"]) == 0
+    assert (out / "results.json").read_bytes() != first
