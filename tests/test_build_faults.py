@@ -105,3 +105,25 @@ def test_init_force_on_a_directory(tmp_path: Path, capsys: pytest.CaptureFixture
     line = _one_line_error(capsys.readouterr().err, "infersight init:")
     assert str(target) in line and "folder" in line
     assert target.is_dir()
+
+
+def test_check_against_a_file_or_nothing_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It said "stale; rebuild with infersight build --out FILE", a command that then fails."""
+    a_file = tmp_path / "list.yaml"
+    a_file.write_text("x: 1\n")
+    assert main(["build", "--check", str(a_file)]) == 2
+    line = _one_line_error(capsys.readouterr().err, "infersight build:")
+    assert f"--check {a_file} is not a folder" in line, line
+    missing = tmp_path / "nothing"
+    assert main(["build", "--check", str(missing)]) == 2
+    line = _one_line_error(capsys.readouterr().err, "infersight build:")
+    assert f"--check {missing} does not exist" in line, line
+
+
+def test_init_under_a_file_names_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a_file = tmp_path / "list.yaml"
+    a_file.write_text("x: 1\n")
+    assert main(["init", str(a_file / "infersight.yaml")]) == 2
+    line = _one_line_error(capsys.readouterr().err, "infersight init:")
+    assert f"{a_file} is a file" in line, line
+    assert a_file.read_text() == "x: 1\n"

@@ -40,6 +40,10 @@ def run_init(args: argparse.Namespace) -> int:
     if path.is_dir():
         print(f"infersight init: {path} is a folder; give the path of the file to write", file=sys.stderr)
         return 2
+    blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        print(f"infersight init: cannot write {path}: {blocking} is a file, not a folder", file=sys.stderr)
+        return 2
     if path.exists() and not args.force:
         print(f"infersight init: {path} exists; pass --force to overwrite it", file=sys.stderr)
         return 2
@@ -62,6 +66,11 @@ def run_build(args: argparse.Namespace) -> int:
         print(f"infersight build: {exc}", file=sys.stderr)
         return 3
     if args.check is not None:
+        if not args.check.is_dir():
+            what = "is not a folder" if args.check.exists() else "does not exist"
+            named = f"--check {args.check} {what}"
+            print(f"infersight build: {named}; give the folder a bundle was built into", file=sys.stderr)
+            return 2
         stale = bundle_files.stale_files(files, args.check)
         if stale:
             print(f"{args.check} is stale; rebuild with `infersight build --out {args.check}`:", file=sys.stderr)

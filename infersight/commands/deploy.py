@@ -73,13 +73,18 @@ def load_bundle_files(args: argparse.Namespace) -> tuple[Config, dict[str, str]]
     if args.bundle is None:
         return cfg, bundle_files.render(bundle.build(cfg), with_deploy=False)
     root: Path = args.bundle
+    rebuild = f"build one with `infersight build --out {root}`"
+    if not root.exists():
+        raise BundleError(f"--bundle {root} does not exist; {rebuild}")
+    if not root.is_dir():
+        raise BundleError(f"--bundle {root} is not a folder; give the folder `infersight build --out` wrote")
     files = {
         p.relative_to(root).as_posix(): _read_text(root, p)
         for kind, pattern in [*((k, "*.yaml") for k in RULE_KINDS), ("dashboards", "*.json")]
         for p in sorted((root / kind).glob(pattern))
     }
     if not files:
-        raise ConfigError(str(root), [("--bundle", "holds no recording_rules/, alerts/ or dashboards/ files")])
+        raise BundleError(f"--bundle {root} holds no recording_rules/, alerts/ or dashboards/ files; {rebuild}")
     return cfg, files
 
 

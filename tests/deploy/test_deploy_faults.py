@@ -470,3 +470,21 @@ def test_an_html_page_for_grafana_is_named_as_such(
         assert deploy_dashboards(bundle_dir, page.url) == 1
     err = one_line_error(capsys, "dashboards")
     assert "/api/folders/infersight" in err and "not Grafana's JSON" in err
+
+
+@pytest.mark.parametrize("what", ["missing", "a file", "an empty folder"])
+def test_a_bundle_that_is_not_one_is_named_as_such(
+    what: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bundle = tmp_path / "bundle"
+    if what == "a file":
+        bundle.write_text("groups: []\n")
+    elif what == "an empty folder":
+        bundle.mkdir()
+    rules_dir = tmp_path / "rules"
+    rules_dir.mkdir()
+    assert deploy_rules(bundle, rules_dir, "http://127.0.0.1:9") == 2
+    err = one_line_error(capsys, "rules")
+    assert f"--bundle {bundle}" in err and "infersight build --out" in err and "invalid config" not in err, err
+    said = {"missing": "does not exist", "a file": "is not a folder", "an empty folder": "holds no"}[what]
+    assert said in err, err
