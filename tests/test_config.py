@@ -276,3 +276,12 @@ HUGE_INTEGERS = {
 @pytest.mark.parametrize("key", HUGE_INTEGERS)
 def test_integers_past_what_their_consumers_take_are_refused(key: str) -> None:
     assert key in _problems(HUGE_INTEGERS[key])
+
+
+def test_a_malformed_url_with_credentials_still_hides_them_and_an_at_sign_after_the_host_is_fine() -> None:
+    problems = _problems({"deploy": {"prometheus_url": "http://admin:s3cret-pw@prom:9090 "}})
+    assert "credentials" in problems["deploy.prometheus_url"] and "s3cret-pw" not in str(problems)
+    cfg = parse_config(
+        {"deploy": {"alertmanager": {"page_webhook_url": "https://hooks.example.com?to=ops@example.com"}}}
+    )
+    assert cfg.deploy.alertmanager.page_webhook_url.endswith("ops@example.com")

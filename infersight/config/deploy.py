@@ -30,13 +30,14 @@ _HTTP_URL = re.compile(r"^https?://[^\s/$.?#][^\s]*$")
 def _http_url_or_empty(v: str) -> str:
     """An http(s) URL without credentials, or "": the bundle writes these into files that are not
     secret (world-readable, committed, put in ConfigMaps)."""
-    if v and not _HTTP_URL.match(v):
-        raise ValueError("must be an http(s) URL or empty")
-    if "@" in v.split("://", 1)[-1].split("/", 1)[0]:
+    authority = re.split(r"[/?#]", v.split("://", 1)[-1], maxsplit=1)[0]
+    if "@" in authority:  # checked first: no other error may echo the password either
         raise SecretValueError(
             "must not hold credentials (user:password@): the bundle's files are not secret; give them to "
             "Prometheus, Grafana or Alertmanager through their own secret files"
         )
+    if v and not _HTTP_URL.match(v):
+        raise ValueError("must be an http(s) URL or empty")
     return v
 
 

@@ -29,7 +29,7 @@ LATE_CONFIDENCE = 0.95  # how sure a verdict of "invalid" must be that more than
 
 def late_sends_allowed(sends: int) -> int:
     """The most sends of ``sends`` that may be late before the stage is invalid: the 95th
-    percentile of Binomial(sends, 1 %), so an invalid verdict is wrong at most one time in 20."""
+    percentile of Binomial(sends, 1 %), so a stage's invalid verdict is wrong at most one time in 20."""
     if sends <= 0:
         return 0
     log_p, log_q = math.log(LATE_SHARE), math.log1p(-LATE_SHARE)

@@ -190,7 +190,7 @@ class SpanReceiver:
                 try:
                     body = self.rfile.read(int(length))
                 except TimeoutError:
-                    raise BadExport(408, f"body not sent within {receiver._read_timeout_s:g} s") from None
+                    raise BadExport(408, f"no byte of the body for {receiver._read_timeout_s:g} s") from None
                 if len(body) < int(length):
                     raise BadExport(400, f"body cut short: {len(body)} of the {length} bytes Content-Length declares")
                 return body

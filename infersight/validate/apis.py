@@ -158,6 +158,7 @@ class PrometheusApi(_Client):
         return max(found, default=None)
 
     def query(self, expr: str, at: float | None = None) -> list[dict[str, Any]]:
+        """An instant query's series; for vector expressions only (a scalar result is an ApiError)."""
         params = {"query": expr} | ({"time": f"{at:.3f}"} if at is not None else {})
         return self._result("/api/v1/query", params, "value")
 
