@@ -775,6 +775,10 @@ _METRICS: tuple[Metric, ...] = (
         "short",
         (Alias("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM >=3.2", "renamed from CLOCK_THROTTLE_REASONS"),),
     ),
+    # The power limit the driver enforces after every limiter, and the board's default: a power cap
+    # at the default limit is a busy GPU, one under a lowered limit is a fault (the throttling alert).
+    _dcgm("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", GAUGE, "Power limit the driver enforces, watts.", "watt"),
+    _dcgm("DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF", GAUGE, "Default power management limit, watts.", "watt"),
     # --- infersight GPU exporter: what dcgm-exporter lacks --------------------------------------
     _own(
         "infersight_gpu_process_memory_bytes",

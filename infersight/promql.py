@@ -15,6 +15,11 @@ from infersight.durations import Duration
 _RE2_META = set("\\.+*?()|[]{}^$")
 
 
+def number(x: float) -> str:
+    """A number as a PromQL literal, without float noise (0.30000000000000004)."""
+    return format(x, ".6g")
+
+
 def quote(value: str) -> str:
     """A PromQL double-quoted string literal."""
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 from infersight import conventions
 from infersight.config import AlertRule, Config
+from infersight.promql import number as num
 from infersight.rules import Alert, Component
-
-
-def num(x: float) -> str:
-    """A threshold as a PromQL literal, without float noise (0.30000000000000004)."""
-    return format(x, ".6g")
 
 
 def on(labels: tuple[str, ...]) -> str:

@@ -208,7 +208,7 @@ def _field_missing(cfg: Config) -> Alert:
 def _throttling(cfg: Config) -> Alert:
     a = cfg.gpu.alerts.throttling
     w = cfg.scaled(a.window)
-    ratios = {"thermal": a.thermal_ratio, "power": a.power_ratio}
+    ratios = {"thermal": a.thermal_ratio, "power_brake": a.power_ratio, gpu_rules.POWER_CAP_REASON: a.power_ratio}
     # Evaluations throttled over evaluations seen, both counted in the same group's samples: a
     # missed evaluation leaves the share true, and a window of 21 samples cannot read 105 %.
     # max: a ruler that reads several Prometheus servers (Thanos, Mimir) sees one counter each,
@@ -219,6 +219,7 @@ def _throttling(cfg: Config) -> Alert:
         throttled = promql.recorded(gpu_rules.GPU_THROTTLED, [f'reason="{reason}"'])
         return f"count_over_time({throttled}[{w}])\n/ {evaluations}"
 
+    # The power-cap share counts only GPUs under a lowered power limit: the recording holds no other.
     expr = gpu_rules.normalise(
         cfg, "\nor\n".join(f"{share(reason)} > {num(ratio)}" for reason, ratio in ratios.items())
     )
@@ -229,9 +230,10 @@ def _throttling(cfg: Config) -> Alert:
         a,
         expr,
         "A GPU is clock-throttled for thermal or power reasons.",
-        f"{_GPU} had its clocks held down for {{{{ $labels.reason }}}} reasons in "
+        f"{_GPU} had its clocks held down ({{{{ $labels.reason }}}}) in "
         f"{{{{ $value | humanizePercentage }}}} of the last {w} (thresholds: thermal "
-        f"{num(a.thermal_ratio * 100)}%, power {num(a.power_ratio * 100)}%).",
+        f"{num(a.thermal_ratio * 100)}%, power {num(a.power_ratio * 100)}%; a power cap counts only under "
+        f"a power limit below {num(a.lowered_limit_ratio * 100)}% of the GPU's default).",
     )
 
 

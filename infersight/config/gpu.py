@@ -128,7 +128,11 @@ class GPUWindowAlert(AlertRule):
 class GPUThrottleAlert(AlertRule):
     window: Duration = Duration.parse("10m")
     thermal_ratio: Fraction = 0.1  # share of samples with a thermal or HW-slowdown clock-event reason
-    power_ratio: Fraction = 0.5  # share of samples capped by power (SW power cap, HW power brake)
+    power_ratio: Fraction = 0.5  # share of samples capped by power (HW power brake; SW power cap, below)
+    # A SW power cap counts only while the enforced power limit is below this share of the GPU's
+    # default limit: at the default limit a busy GPU sits at its cap by design (an H200 under a
+    # matrix-product burn did in every sample); under a lowered one, something is holding it down.
+    lowered_limit_ratio: Fraction = 0.95
 
 
 class GPUTemperatureAlert(AlertRule):
@@ -152,12 +156,14 @@ NEEDED_DCGM_FIELDS = (
     "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
     "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
     "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
+    "DCGM_FI_DEV_ENFORCED_POWER_LIMIT",
     "DCGM_FI_DEV_FB_FREE",
     "DCGM_FI_DEV_GPU_TEMP",
     "DCGM_FI_DEV_GPU_UTIL",
     "DCGM_FI_DEV_MEMORY_TEMP",
     "DCGM_FI_DEV_MEM_CLOCK",
     "DCGM_FI_DEV_MEM_COPY_UTIL",
+    "DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF",
     "DCGM_FI_DEV_POWER_USAGE",
     "DCGM_FI_DEV_SM_CLOCK",
     "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",

@@ -83,7 +83,8 @@ def _fleet_stats(cfg: Config) -> Section:
             ),
             stat(
                 "GPUs throttled",
-                "GPUs whose clocks are held down right now, for thermal or power reasons.",
+                "GPUs whose clocks are held down right now: thermal, HW power brake, or a power cap under a "
+                "power limit lowered below the default (a busy GPU at its default limit sits at its cap).",
                 "short",
                 [Query(f"sum({_fleet(gpu_rules.NODE_THROTTLED)}) or vector(0)")],
                 thresholds=((None, "green"), (1, "orange")),
@@ -155,7 +156,8 @@ def _fleet_nodes(cfg: Config) -> Section:
             ),
             timeseries(
                 "Throttled GPUs, XIDs and ECC errors per node",
-                "GPUs clock-throttled now (by reason), GPUs whose last XID is not 0, and ECC errors per second "
+                "GPUs clock-throttled now (by reason; a power cap only under a lowered power limit), GPUs whose "
+                "last XID is not 0, and ECC errors per second "
                 "(double-bit, single-bit, remapped rows). Throttle reasons and ECC counters must be enabled in "
                 "dcgm-exporter's collectors CSV.",
                 "short",
@@ -268,7 +270,8 @@ def _node_physical(cfg: Config) -> Section:
             ),
             timeseries(
                 "Clock throttling",
-                "1 while a GPU's clock-event reasons say thermal (incl. HW slowdown) or power. Needs "
+                "1 while a GPU's clock-event reasons say thermal (incl. HW slowdown), power_brake (HW power "
+                "brake) or power_cap (SW power cap: normal for a busy GPU at its default power limit). Needs "
                 "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS in the exporter's collectors CSV.",
                 "short",
                 [Query(_on_node(cfg, lambda m: gpu_rules.throttle(cfg, m)), "{{reason}} " + _WHO)],

@@ -205,6 +205,8 @@ def _gpu_values(
         "DCGM_FI_DEV_GPU_UTIL": (util, 0.0),
         "DCGM_FI_DEV_MEM_COPY_UTIL": (util * 0.4, 0.0),
         "DCGM_FI_DEV_POWER_USAGE": (550.0 if busy else 70.0, 0.0),
+        "DCGM_FI_DEV_ENFORCED_POWER_LIMIT": (500.0 if throttled else 700.0, 0.0),  # capped under a lowered limit
+        "DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF": (700.0, 0.0),
         "DCGM_FI_DEV_GPU_TEMP": (68.0 if busy else 32.0, 0.0),
         "DCGM_FI_DEV_MEMORY_TEMP": (72.0 if busy else 35.0, 0.0),
         "DCGM_FI_DEV_SM_CLOCK": (1980.0, 0.0),

@@ -16,6 +16,7 @@ from __future__ import annotations
 from infersight import conventions, promql
 from infersight.config import Config
 from infersight.config.autoscaling import ScaledModel
+from infersight.promql import number as num
 from infersight.rules import Alert, RecordingRule, RuleGroup
 
 BY = ("namespace", "model_name")
@@ -32,11 +33,6 @@ KSM_REPLICAS = {
     "Deployment": ("kube_deployment_status_replicas", "deployment"),
     "StatefulSet": ("kube_statefulset_status_replicas", "statefulset"),
 }
-
-
-def num(x: float) -> str:
-    """A target as a PromQL literal, without float noise."""
-    return format(x, ".6g")
 
 
 def signal(cfg: Config) -> str:

@@ -71,14 +71,20 @@ NODE_XID = conventions.record_name("node", "dcgm_xid_errors", "count")  # GPUs w
 # evaluation; THROTTLE_EVALUATIONS is 1 at each of the same evaluations. The throttling alert
 # divides their sample counts over its window: the share of evaluations throttled. The subquery
 # it replaces decoded every GPU's bitmask at every step of the window, every 2 m: at 1,000
-# engines the costliest GPU rule (docs/scale.md). Series exist only for GPUs with a reason bit
-# set: none while no GPU is held down, but one per GPU on a fleet that runs at its power cap.
+# engines the costliest GPU rule (docs/scale.md). Series exist only for GPUs held down: a
+# thermal or power-brake bit set, or the power-cap bit under a lowered power limit (a busy GPU at
+# its default limit sits at its cap by design, so a busy fleet adds no series).
 GPU_THROTTLED = conventions.record_name("gpu", "dcgm_clock_throttle", "active")
 THROTTLE_EVALUATIONS = conventions.record_name("infersight", "dcgm_clock_throttle_evaluations", "count")
 
 # DCGM_CLOCKS_EVENT_REASON_* bits per reason label: thermal = HW slowdown (0x8), SW thermal (0x20),
-# HW thermal (0x40); power = SW power cap (0x4), HW power brake (0x80).
-THROTTLE_BITS: dict[str, tuple[int, ...]] = {"thermal": (3, 5, 6), "power": (2, 7)}
+# HW thermal (0x40); power_brake = HW power brake (0x80, asserted by the chassis or PSU);
+# power_cap = SW power cap (0x4): the GPU at its power limit, normal under full load at the default
+# limit, so the alert counts it only under a lowered limit.
+THROTTLE_BITS: dict[str, tuple[int, ...]] = {"thermal": (3, 5, 6), "power_brake": (7,), "power_cap": (2,)}
+POWER_CAP_REASON = "power_cap"
+ENFORCED_POWER_LIMIT = "DCGM_FI_DEV_ENFORCED_POWER_LIMIT"
+DEFAULT_POWER_LIMIT = "DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF"
 
 # The vLLM side: one series per (job, instance) carrying its join key, then per-key aggregates.
 WORKLOAD_MAP = conventions.record_name("instance", "vllm_gpu_workload", "group")
@@ -241,15 +247,31 @@ def throttled(cfg: Config) -> str:
     :data:`GPU_THROTTLED` records. The mask is first filtered to GPUs with a bit at or above the
     lowest throttling bit (the idle and clock-setting bits are below it): the arithmetic then
     runs only on GPUs that may be throttled. Each run of consecutive bits is
-    one test (thermal: 0x8, 0x20-0x40; power: 0x4, 0x80), and each test reads the mask again:
-    reading it costs more than the arithmetic on all GPUs (docs/scale.md)."""
+    one test (thermal: 0x8, 0x20-0x40), and each test reads the mask again:
+    reading it costs more than the arithmetic on all GPUs (docs/scale.md). A power cap is recorded
+    only under a lowered power limit (:func:`lowered_power_limit`)."""
     lowest = min(b for bits in THROTTLE_BITS.values() for b in bits)
     mask = f"({dcgm(cfg, 'DCGM_FI_DEV_CLOCK_THROTTLE_REASONS')} >= {2**lowest})"
     parts = []
     for reason, bits in THROTTLE_BITS.items():
         tests = [f"floor({mask} / {2**low}) % {2**width} > 0" for low, width in _bit_runs(bits)]
-        parts.append(label_replace(f"clamp_max({' or '.join(tests)}, 1)", "reason", reason, "", ""))
+        held = f"clamp_max({' or '.join(tests)}, 1)"
+        if reason == POWER_CAP_REASON:
+            held = f"(\n{held}\nand on (UUID)\n{lowered_power_limit(cfg)}\n)"
+        parts.append(label_replace(held, "reason", reason, "", ""))
     return "(\n" + "\nor\n".join(parts) + "\n)"
+
+
+def lowered_power_limit(cfg: Config) -> str:
+    """Per UUID, GPUs whose enforced power limit is below ``lowered_limit_ratio`` of their default.
+    A power cap counts as throttling only on these: at the default limit a busy GPU sits at its cap
+    by design, and recording it would add a series per busy GPU that no alert needs. max by UUID:
+    one limit per GPU whichever exporter generation or scrape reports it."""
+    ratio = promql.number(cfg.gpu.alerts.throttling.lowered_limit_ratio)
+    return (
+        f"(max by (UUID) ({dcgm(cfg, ENFORCED_POWER_LIMIT)})\n"
+        f"< {ratio} * max by (UUID) ({dcgm(cfg, DEFAULT_POWER_LIMIT)}))"
+    )
 
 
 def _bit_runs(bits: Sequence[int]) -> list[tuple[int, int]]:

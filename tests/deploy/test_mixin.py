@@ -95,6 +95,7 @@ EXPOSED_KEYS = [
     "gpu.alerts.throttling.for",
     "gpu.alerts.throttling.window",
     "gpu.alerts.throttling.thermal_ratio",
+    "gpu.alerts.throttling.lowered_limit_ratio",
     "gpu.alerts.throttling.power_ratio",
     "gpu.alerts.temperature.for",
     "gpu.alerts.temperature.celsius",

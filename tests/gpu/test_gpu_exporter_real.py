@@ -13,6 +13,7 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from infersight.config.gpu import NEEDED_DCGM_FIELDS
 from infersight.exporters.gpu.backend import BackendUnavailable, GpuBackend
 from infersight.exporters.gpu.dcgm import DcgmBackend
 from infersight.exporters.gpu.exporter import GpuExporter, GpuExporterOptions
@@ -103,6 +104,15 @@ def test_readings_match_nvidia_smi(exporter: GpuExporter) -> None:
         assert abs(clocks[uuid] - float(row["clocks.sm"])) <= max(150, 0.15 * float(row["clocks.sm"]))
     for name in ("DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_GPU_UTIL"):
         assert set(by_uuid(got[name])) == set(smi), name
+
+
+def test_every_field_the_gpu_pack_reads_is_served(exporter: GpuExporter) -> None:
+    """InfersightGPUFieldMissing checks these per GPU: one this backend cannot read on a real GPU
+    would hold that alert on every GPU it serves, and silence the alerts that read the field."""
+    got = families(exporter)
+    gpus = set(by_uuid(got["DCGM_FI_DEV_FB_USED"]))
+    missing = {field: sorted(gpus - set(by_uuid(got.get(field, [])))) for field in NEEDED_DCGM_FIELDS}
+    assert not any(missing.values()), ({f: u for f, u in missing.items() if u}, exporter.health.errors())
 
 
 def test_served_over_http(exporter: GpuExporter) -> None:

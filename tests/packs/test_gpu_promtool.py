@@ -40,7 +40,12 @@ def test_gpu_alerts_pass_promtool_unit_tests(tmp_path: Path) -> None:
         ("predicted OOM fires when free memory trends to zero", {"alerts": {"predicted_oom": {"within": "2h"}}}),
         ("XID error fires on a new code", {"alerts": {"xid": {"window": "5m"}}}),
         ("ECC double-bit errors", {"alerts": {"ecc_double_bit": {"for": "10m"}}}),
-        ("throttling for thermal and for power reasons", {"alerts": {"throttling": {"power_ratio": 1.0}}}),
+        ("throttling for thermal reasons and for a power cap", {"alerts": {"throttling": {"power_ratio": 1.0}}}),
+        # a limit of 500 of 700 W (71 %) no longer counts as lowered below 70 %
+        (
+            "throttling for thermal reasons and for a power cap",
+            {"alerts": {"throttling": {"lowered_limit_ratio": 0.7}}},
+        ),
         # 15 % of evaluations no longer crosses a 20 % threshold; at 5 % the 10 % GPU fires too
         ("the throttling share counts evaluations", {"alerts": {"throttling": {"thermal_ratio": 0.2}}}),
         ("the throttling share counts evaluations", {"alerts": {"throttling": {"thermal_ratio": 0.05}}}),
@@ -81,8 +86,8 @@ def test_the_unit_tests_catch_a_join_that_misses_a_host_spelling(tmp_path: Path)
 def test_the_unit_tests_catch_a_throttle_bit_read_as_the_wrong_reason(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # HW power brake (0x80) dropped from "power": the 0x80 and 0xA0 GPUs lose their power series.
-    monkeypatch.setattr(gpu_rules, "THROTTLE_BITS", {"thermal": (3, 5, 6), "power": (2,)})
+    # HW power brake (0x80) read as a power cap: the 0x80 and 0xA0 GPUs get the wrong reason.
+    monkeypatch.setattr(gpu_rules, "THROTTLE_BITS", {"thermal": (3, 5, 6), "power_cap": (2, 7)})
     case = "every throttling bit maps to its reason"
     result = promtool_test(only_case(TEST_FILE, case, tmp_path), tmp_path / "bundle")
     output = result.stdout + result.stderr

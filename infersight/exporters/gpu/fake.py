@@ -18,6 +18,7 @@ from infersight.exporters.gpu.model import DeviceSample, Kind, ProcessIdentity, 
 from infersight.exporters.gpu.scenario import EventSpec, GpuSpec, ProcessSpec, Scenario
 
 _UUID_NAMESPACE = uuid.UUID("5f1d6a52-43c6-4a8e-9a0c-6d1a2b1e7c10")
+DEFAULT_POWER_LIMIT_W = 700.0  # the fake GPUs are H100 SXM boards
 
 
 def fake_uuid(index: int) -> str:
@@ -70,6 +71,8 @@ class FakeBackend:
             "DCGM_FI_DEV_GPU_UTIL": spec.gpu_util,
             "DCGM_FI_DEV_MEM_COPY_UTIL": spec.mem_copy_util,
             "DCGM_FI_DEV_POWER_USAGE": spec.power_w,
+            "DCGM_FI_DEV_ENFORCED_POWER_LIMIT": spec.power_limit_w,
+            "DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF": DEFAULT_POWER_LIMIT_W,
             "DCGM_FI_DEV_GPU_TEMP": spec.temp_c,
             "DCGM_FI_DEV_SM_CLOCK": spec.sm_clock_mhz,
             "DCGM_FI_DEV_MEM_CLOCK": spec.mem_clock_mhz,

@@ -206,6 +206,16 @@ class NvmlBackend:
             ("utilization", util),
             ("power", lambda h: {"DCGM_FI_DEV_POWER_USAGE": nvml.nvmlDeviceGetPowerUsage(h) / 1000.0}),
             (
+                "enforced power limit",
+                lambda h: {"DCGM_FI_DEV_ENFORCED_POWER_LIMIT": nvml.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0},
+            ),
+            (
+                "default power limit",
+                lambda h: {
+                    "DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF": nvml.nvmlDeviceGetPowerManagementDefaultLimit(h) / 1000.0
+                },
+            ),
+            (
                 "temperature",
                 lambda h: {"DCGM_FI_DEV_GPU_TEMP": float(nvml.nvmlDeviceGetTemperature(h, nvml.NVML_TEMPERATURE_GPU))},
             ),

@@ -57,6 +57,7 @@ class GpuSpec(_Strict):
     gpu_util: float = Field(default=0, ge=0, le=100)
     mem_copy_util: float = Field(default=0, ge=0, le=100)
     power_w: float = Field(default=70, ge=0)
+    power_limit_w: float = Field(default=700, gt=0)  # enforced; the board's default is 700 W (fake.py)
     temp_c: float = Field(default=35, ge=-40, le=150)
     sm_clock_mhz: float = Field(default=1980, ge=0)
     mem_clock_mhz: float = Field(default=2619, ge=0)

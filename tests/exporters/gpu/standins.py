@@ -34,6 +34,8 @@ class StandInGpu:
     util_gpu: int = 50
     util_mem: int = 20
     power_mw: int = 300_500
+    enforced_limit_mw: int = 650_000
+    default_limit_mw: int = 700_000
     temp_c: int = 60
     sm_clock: int = 1980
     mem_clock: int = 2619
@@ -116,6 +118,12 @@ class StandInNvml:
 
     def nvmlDeviceGetPowerUsage(self, h: int) -> int:
         return self._gpu(h, "nvmlDeviceGetPowerUsage").power_mw
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, h: int) -> int:
+        return self._gpu(h, "nvmlDeviceGetEnforcedPowerLimit").enforced_limit_mw
+
+    def nvmlDeviceGetPowerManagementDefaultLimit(self, h: int) -> int:
+        return self._gpu(h, "nvmlDeviceGetPowerManagementDefaultLimit").default_limit_mw
 
     def nvmlDeviceGetTemperature(self, h: int, sensor: int) -> int:
         assert sensor == pynvml.NVML_TEMPERATURE_GPU

@@ -42,6 +42,8 @@ def test_healthy_values_use_dcgm_names_and_units() -> None:
     assert gpu0.values["DCGM_FI_DEV_FB_RESERVED"] == 512
     assert gpu0.values["DCGM_FI_DEV_FB_FREE"] == 80 * 1024 - 10 * 1024 - 512
     assert gpu0.values["DCGM_FI_DEV_POWER_USAGE"] == pytest.approx(300.5)  # W from mW
+    assert gpu0.values["DCGM_FI_DEV_ENFORCED_POWER_LIMIT"] == pytest.approx(650.0)
+    assert gpu0.values["DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF"] == pytest.approx(700.0)
     assert gpu0.values["DCGM_FI_DEV_GPU_UTIL"] == 50
     assert gpu0.values["DCGM_FI_DEV_MEM_COPY_UTIL"] == 20
     assert gpu0.values["DCGM_FI_DEV_GPU_TEMP"] == 60

@@ -89,6 +89,7 @@
     "gpu.alerts.throttling.window": "10m",
     "gpu.alerts.throttling.thermal_ratio": 0.1,
     "gpu.alerts.throttling.power_ratio": 0.5,
+    "gpu.alerts.throttling.lowered_limit_ratio": 0.95,
     "gpu.alerts.temperature.for": "10m",
     "gpu.alerts.temperature.celsius": 85.0,
     "gpu.alerts.bandwidth_kv_thrash.for": "10m",

@@ -56,6 +56,7 @@
     "gpu.alerts.memory_leak.kv_usage_rise": 0.1,
     "gpu.alerts.throttling.thermal_ratio": 0.1,
     "gpu.alerts.throttling.power_ratio": 0.5,
+    "gpu.alerts.throttling.lowered_limit_ratio": 0.95,
     "gpu.alerts.temperature.celsius": 85.0,
     "gpu.alerts.bandwidth_kv_thrash.mem_copy_ratio": 0.9,
     "gpu.alerts.bandwidth_kv_thrash.preemptions_per_second": 0.0,
