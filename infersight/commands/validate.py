@@ -48,8 +48,9 @@ def add_report_arguments(p: argparse.ArgumentParser, settle: str = "30s") -> Non
         "--settle",
         type=duration,
         default=Duration.parse(settle),
-        help="before each scenario, wait up to this long for the target's alerts to clear; what still fires then is "
-        f"reported as carried over and judged neither way (default {settle})",
+        help="before each scenario, wait up to this long for the target's alerts that could count in it to clear "
+        "(pending ones, and firing ones its expectations name); what still fires then is reported as "
+        f"carried over and judged neither way (default {settle})",
     )
 
 

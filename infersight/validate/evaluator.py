@@ -141,6 +141,23 @@ def carried_over(interval: AlertInterval, window: RunWindow) -> bool:
     return interval.firing_at is not None and interval.firing_at < window.start
 
 
+def spoils(scenario: Scenario, interval: AlertInterval) -> bool:
+    """Whether an alert firing as ``scenario`` starts could change its verdict: one that a ``fire``
+    or ``resolve`` expectation, or a ``quiet`` expectation of the target, names. Still firing, it
+    could not start firing inside the window (the fire missed for want of a new start), its end
+    could pass for the resolve of a fault it did not come from, and a quiet expectation would not
+    judge it (carried over) where, cleared by the wait, a firing again under the scenario's own
+    traffic would have broken it. Only an alert that no such expectation names cannot."""
+    if scenario.expect is None:
+        return False
+    named: list[ExpectFire | ExpectResolve | ExpectQuiet] = [
+        *scenario.expect.fire,
+        *scenario.expect.resolve,
+        *(q for q in scenario.expect.quiet if q.of == "target"),
+    ]
+    return any(matches(interval, e) for e in named)
+
+
 # --- expectations -------------------------------------------------------------------------------
 
 

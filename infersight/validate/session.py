@@ -1,7 +1,8 @@
 """One scenario end to end, and a suite of them:
 
-1. settle: wait (bounded) until no alert about this target is pending or firing, so one
-   scenario's alerts do not count against the next;
+1. settle: wait (bounded) until no alert about this target is pending, nor firing where one of
+   the scenario's expectations of the target names it, so one scenario's alerts do not count
+   against the next (any other alert firing then is carried over, judged neither way);
 2. watch Prometheus and Alertmanager, send the scenario's load (in a thread, timed by the
    load generator's own clock) and perform its actions at their offsets;
 3. after the load, keep watching until every ``fire`` and ``resolve`` deadline has passed (or every one is met)
@@ -122,31 +123,58 @@ class ScenarioRun:
     poll_errors: int
 
 
-def settle(mon: Monitoring, scope: evaluator.Scope) -> list[str]:
-    """Wait until no in-scope alert is pending or firing; what is still active after the timeout."""
+@dataclass(frozen=True)
+class Settled:
+    still_active: list[str]  # waited for until the timeout, and active all the same
+    not_waited_for: list[str]  # firing, but no expectation of the scenario could be changed by it
+
+
+def settle(mon: Monitoring, scope: evaluator.Scope, scenario: Scenario | None = None) -> Settled:
+    """Wait (up to the settle timeout) until no in-scope alert is pending, nor firing where
+    ``scenario`` could be judged by it (evaluator.spoils; None: any firing one).
+
+    An in-scope alert firing that no expectation of the scenario names is not waited for: firing at
+    the scenario's start, it is carried over and judged neither way, as it would be were it still
+    firing after the wait, and were it to clear during the wait instead, a later firing would be a
+    new one, judged in both cases. Waiting for it only cost time (say, the other scenarios' alerts
+    of a suite whose next scenario expects only a target-down)."""
     deadline = time.monotonic() + mon.settle_timeout_s
-    active: list[str] = []
     while True:
         try:
             raw = mon.prometheus.alerts()
         except ApiError as exc:
             raise SessionError(f"Prometheus stopped answering: {exc}") from None
-        seen = [AlertInterval(a["labels"].get("alertname", "?"), a["labels"], 0.0) for a in raw]
-        active = sorted({i.describe() for i in seen if scope(i)})
-        if not active or time.monotonic() > deadline:
-            return active
+        waited, carried = set(), set()
+        for a in raw:
+            interval = AlertInterval(a["labels"].get("alertname", "?"), a["labels"], 0.0)
+            if not scope(interval):
+                continue
+            firing = a.get("state") == "firing"
+            if firing and scenario is not None and not evaluator.spoils(scenario, interval):
+                carried.add(interval.describe())
+            else:
+                waited.add(interval.describe())
+        if not waited or time.monotonic() > deadline:
+            return Settled(sorted(waited), sorted(carried - waited))
         time.sleep(mon.poll_s)
 
 
 def run_scenario(scenario: Scenario, source: str, target: Target, mon: Monitoring, results_dir: Path) -> ScenarioRun:
     scope = evaluator.target_scope(target.instance, target.model)
     notes: list[str] = []
-    still_active = settle(mon, scope)
-    if still_active:
+    settled = settle(mon, scope, scenario)
+    if settled.still_active:
         notes.append(
-            f"still active after {mon.settle_timeout_s:g}s of settling (carried over): {', '.join(still_active)}"
+            f"still active after {mon.settle_timeout_s:g}s of settling (carried over): "
+            + ", ".join(settled.still_active)
+        )
+    if settled.not_waited_for:
+        notes.append(
+            "firing as the scenario started, not waited for as no expectation of the scenario names it "
+            f"(carried over): {', '.join(settled.not_waited_for)}"
         )
     iterations_before = monitoring_health.rule_iterations(mon.prometheus.url)
+    # start() polls once before it returns: an alert active now is seen before the load starts.
     watcher = AlertWatcher(mon.prometheus, mon.alertmanager, poll_s=mon.poll_s).start()
     executor = ActionExecutor(scenario.actions, target.controls)
     opts = runner.RunOptions(

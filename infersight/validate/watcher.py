@@ -123,7 +123,12 @@ class AlertWatcher:
 
     # --- background thread -----------------------------------------------------------------------
     def start(self) -> AlertWatcher:
+        """Poll once in the caller's thread, then every ``poll_s`` in a background one: what is
+        active when start() returns was seen before the caller went on. (An alert already firing,
+        first seen by a background poll after the load began, would read as starting to fire
+        inside the scenario.)"""
         self._stop.clear()
+        self.poll_once()
         self._thread = threading.Thread(target=self._loop, name="alert-watcher", daemon=True)
         self._thread.start()
         return self

@@ -216,3 +216,22 @@ def test_a_new_activation_between_two_polls_starts_a_new_interval(apis: Apis) ->
     first, second = w.intervals()
     assert first.firing_at == 1_700_000_010 and first.resolved_at == 1_700_000_025
     assert second.pending_at == 1_700_000_025 and second.firing_at is None and second.resolved_at is None
+
+
+def test_start_has_polled_once_when_it_returns(apis: Apis) -> None:
+    """An alert already firing is seen before the caller starts the load: first seen by a slow
+    background poll after the load's start, a carried-over alert read as firing inside the scenario
+    (a false positive of healthy traffic, a quiet expectation missed)."""
+
+    class SlowPrometheus(PrometheusApi):
+        def alerts(self) -> list[dict[str, Any]]:
+            threading.Event().wait(0.3)
+            return super().alerts()
+
+    apis.prom = [prom_alert("firing")]
+    w = AlertWatcher(SlowPrometheus(apis.url), None, poll_s=0.02).start()
+    try:
+        seen = w.intervals()
+    finally:
+        w.stop()
+    assert [(i.name, i.firing_at is not None) for i in seen] == [("InfersightVLLMTargetDown", True)]
