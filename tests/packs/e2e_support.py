@@ -85,6 +85,11 @@ class Load:
     def running(self) -> bool:
         return self._background.running
 
+    def stop(self) -> None:
+        """Stop sending now and cancel what is in flight; finish() then gives what was sent until
+        then (``ended: interrupted``). A no-op before the run has started or after it ended."""
+        self._background.stop()
+
     def finish(self, timeout: float) -> dict[str, Any]:
         """The run's summary; an error of the run is raised here, in the test's thread."""
         self._background.join(timeout)
