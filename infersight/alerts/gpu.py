@@ -208,7 +208,7 @@ def _field_missing(cfg: Config) -> Alert:
 def _throttling(cfg: Config) -> Alert:
     a = cfg.gpu.alerts.throttling
     w = cfg.scaled(a.window)
-    ratios = {"thermal": a.thermal_ratio, "power_brake": a.power_ratio, gpu_rules.POWER_CAP_REASON: a.power_ratio}
+    ratios = {reason: a.thermal_ratio if reason == "thermal" else a.power_ratio for reason in gpu_rules.THROTTLE_BITS}
     # Evaluations throttled over evaluations seen, both counted in the same group's samples: a
     # missed evaluation leaves the share true, and a window of 21 samples cannot read 105 %.
     # max: a ruler that reads several Prometheus servers (Thanos, Mimir) sees one counter each,

@@ -199,7 +199,7 @@ def test_a_busy_gpu_at_its_power_cap_is_shown_but_neither_recorded_nor_alerted(s
     enforced = stack.prometheus.query(f"DCGM_FI_DEV_ENFORCED_POWER_LIMIT{{{uuid}}}")
     default = stack.prometheus.query(f"DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF{{{uuid}}}")
     assert enforced and default, "the NVML exporter serves both power limits"
-    if float(enforced[0]["value"][1]) < 0.95 * float(default[0]["value"][1]):
+    if float(enforced[0]["value"][1]) < CFG.gpu.alerts.throttling.lowered_limit_ratio * float(default[0]["value"][1]):
         pytest.skip("this GPU's power limit was lowered by its owner: the alert should fire here")
     drill_down = gpu_rules.throttle(CFG, [uuid])
 

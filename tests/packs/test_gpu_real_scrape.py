@@ -14,8 +14,10 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from infersight.alerts import gpu as gpu_alerts
+from infersight.config import Config
 from infersight.config.gpu import NEEDED_DCGM_FIELDS
 from infersight.recording_rules import gpu as gpu_rules
+from infersight.rules import Alert
 from tests.promtool_runner import promtool_test
 
 DATA = Path(__file__).parents[1] / "data"
@@ -24,19 +26,8 @@ SCRAPES = {
     "burn": DATA / "gpu-exporter-nvml-h200-burn.txt",
 }
 TARGET = {"job": "dcgm-exporter", "instance": "h200-node:9400"}
-GPU_ALERTS = (
-    gpu_alerts.LEAK,
-    gpu_alerts.PREDICTED_OOM,
-    gpu_alerts.XID,
-    gpu_alerts.ECC,
-    gpu_alerts.THROTTLING,
-    gpu_alerts.TEMPERATURE,
-    gpu_alerts.BANDWIDTH,
-    gpu_alerts.IDLE,
-    gpu_alerts.TELEMETRY,
-    gpu_alerts.LOST,
-    gpu_alerts.FIELD_MISSING,
-)
+# Every alert of the GPU pack, as the production build defines them.
+GPU_ALERTS = tuple(r.alert for g in gpu_alerts.groups(Config()) for r in g.rules if isinstance(r, Alert))
 
 
 def dcgm_samples(path: Path) -> list[tuple[str, dict[str, str], float]]:
