@@ -2,7 +2,8 @@
 H200 (scripts/capture_gpu_scrape.py; docs/results.md), one idle and one under a matrix-product
 burn that held the GPU at its power cap, each replayed unchanged for 40 minutes by promtool
 against the production build. The pack must find every field it needs, record no throttling and
-fire no GPU alert: an idle or busy healthy GPU at its default power limit is not a fault.
+fire no GPU alert (InfersightGPUThrottling included): an idle or busy healthy GPU at its default
+power limit is not a fault.
 tests/gpu/test_gpu_bundle_real.py proves the same live on a GPU."""
 
 from __future__ import annotations
