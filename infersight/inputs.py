@@ -23,7 +23,7 @@ M = TypeVar("M", bound=BaseModel)
 
 _SUBPATH = re.compile(r"^([A-Za-z_][\w.\-]*): (.*)$", re.S)
 
-MAX_LISTED_PROBLEMS = 20
+MAX_LISTED_PROBLEMS = 5  # one line stays readable
 MAX_MESSAGE = 300  # characters of one problem's message
 MAX_KEY = 60  # characters of one key inside a path
 MAX_INT_DIGITS = 100  # a YAML integer's characters; Python refuses to parse more than 4300
@@ -47,18 +47,19 @@ def _cut(text: str, limit: int) -> str:
 
 
 class InputError(ValueError):
-    """``problems`` lists (key path, message) pairs; the message names the file and each problem
-    (the first :data:`MAX_LISTED_PROBLEMS`, then how many more)."""
+    """``problems`` lists (key path, message) pairs; the message is one line that names the file
+    and each problem (the first :data:`MAX_LISTED_PROBLEMS`, then how many more), so a log or a
+    CI annotation shows all of it."""
 
     what = "input"
 
     def __init__(self, source: str, problems: list[tuple[str, str]]):
         self.source = source
         self.problems = problems
-        lines = [f"  {path}: {msg}" for path, msg in problems[:MAX_LISTED_PROBLEMS]]
+        listed = [f"{path}: {' '.join(msg.split())}" for path, msg in problems[:MAX_LISTED_PROBLEMS]]
         if len(problems) > MAX_LISTED_PROBLEMS:
-            lines.append(f"  ... and {len(problems) - MAX_LISTED_PROBLEMS} more problems")
-        super().__init__(f"invalid {self.what} {source}:\n" + "\n".join(lines))
+            listed.append(f"and {len(problems) - MAX_LISTED_PROBLEMS} more problems")
+        super().__init__(f"invalid {self.what} {' '.join(source.split())}: " + "; ".join(listed))
 
 
 def _path(parts: list[str]) -> str:

@@ -83,7 +83,7 @@ def test_durations_beyond_prometheus_range_are_refused(data: dict[str, Any], pat
         parse_config(data)
     msg = dict(info.value.problems)[path]
     assert "out of Prometheus's range" in msg and "at most 292y" in msg
-    assert len(str(info.value).splitlines()) == 2  # the file, then one line for the field
+    assert str(info.value) == f"invalid config <config>: {path}: {msg}"  # one line: the file, the field
 
 
 def test_threshold_must_be_a_bucket_boundary() -> None:
@@ -230,8 +230,7 @@ def test_yaml_attacks_only_raise_short_config_errors(data: st.DataObject) -> Non
     try:
         parse_config(parse_yaml(text, ConfigError, "<fuzz>"), "<fuzz>")
     except ConfigError as exc:
-        lines = str(exc).splitlines()
-        assert len(lines) <= 30 and all(len(line) <= 400 for line in lines), str(exc)[:2000]
+        assert len(str(exc).splitlines()) == 1 and len(str(exc)) <= 4000, str(exc)[:5000]
         if kind in _MUST_FAIL:
             assert kind in str(exc)
     else:

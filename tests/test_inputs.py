@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from infersight.inputs import InputError, brief, read_yaml, validate
+from infersight.inputs import MAX_LISTED_PROBLEMS, InputError, brief, read_yaml, validate
 
 # The probe's attack: a few hundred bytes whose nine levels of aliases expand to 10^9 strings.
 BILLION_LAUGHS = "\n".join(
@@ -79,8 +79,7 @@ def test_a_number_too_long_for_python_is_refused(tmp_path: Path) -> None:
 
 def test_yaml_syntax_errors_are_one_line_naming_line_and_column(tmp_path: Path) -> None:
     message = _refusal(tmp_path, "a: [unclosed\n")
-    problem = message.splitlines()[1]
-    assert len(message.splitlines()) == 2 and "not valid YAML" in problem and "line 2" in problem
+    assert len(message.splitlines()) == 1 and "not valid YAML" in message and "line 2" in message
 
 
 @pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
@@ -103,10 +102,27 @@ def test_errors_never_echo_a_whole_value() -> None:
     assert len(str(info.value)) < 1000
 
 
-def test_errors_list_a_bounded_number_of_problems() -> None:
+def test_errors_list_a_bounded_number_of_problems_on_one_line() -> None:
     with pytest.raises(_Error) as info:
         validate(_Model, {f"unknown{i}": i for i in range(10_000)} | {"ratio": "x"}, "<t>", _Error)
-    assert len(str(info.value).splitlines()) < 30 and "more" in str(info.value)
+    message = str(info.value)
+    assert len(message.splitlines()) == 1 and len(message) < 3000, message
+    assert message.endswith(f"; and {10_001 - MAX_LISTED_PROBLEMS} more problems"), message
+
+
+def test_one_problem_is_one_line_naming_file_key_and_what_is_allowed() -> None:
+    with pytest.raises(_Error) as info:
+        validate(_Model, {"ratio": "x"}, "in.yaml", _Error)
+    message = str(info.value)
+    assert message.startswith("invalid test input in.yaml: ratio: ") and "valid number" in message, message
+    assert len(message.splitlines()) == 1, message
+
+
+def test_several_problems_share_the_line_each_with_its_key() -> None:
+    with pytest.raises(_Error) as info:
+        validate(_Model, {"ratio": "x", "name": [1]}, "in.yaml", _Error)
+    message = str(info.value)
+    assert len(message.splitlines()) == 1 and "ratio: " in message and "; name: " in message, message
 
 
 def test_brief_bounds_any_value() -> None:
