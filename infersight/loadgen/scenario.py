@@ -189,7 +189,8 @@ class Validity(_Strict):
     late when it lags past the larger of ``max_schedule_lag_p99`` and
     ``max_schedule_lag_gap_fraction`` of its stage's mean gap between requests (a lag small
     against the gap does not change the load, however busy the host), and one send in a hundred
-    may be late; ``infersight.loadgen.stats`` counts them."""
+    may be late, though never by more than the stage's mean gap; ``infersight.loadgen.stats``
+    counts them."""
 
     max_schedule_lag_p99: Duration = Duration.parse("10ms")
     max_schedule_lag_gap_fraction: float = Field(default=0.1, gt=0, le=1)

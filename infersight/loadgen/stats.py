@@ -6,8 +6,9 @@ A run is invalid when an open-loop stage sent more of its requests later than ``
 than a 1 % late share would give by chance: then the client, not the server, shaped the load, so
 its numbers do not describe the requested load. Counting rather than reading the p99 matters on
 short stages: on 98 sends the p99 is the second-latest send, and two late sends are what a 1 %
-share gives one time in four,
-when any response was not OpenAI-shaped (the target is not what it claims to be), or when any
+share gives one time in four. A send later than its stage's mean gap between requests makes the
+stage invalid on its own, however few such sends: the client stalled for a whole request's slot.
+A run is also invalid when any response was not OpenAI-shaped (the target is not what it claims to be), or when any
 request failed in the client itself.
 """
 
@@ -164,6 +165,7 @@ def summarize(
             row["schedule_lag_allowed_ms"] = allowed_ms
             row["schedule_lag_late"] = sum(lag * 1000 > allowed_ms for lag in lags)
             row["schedule_lag_late_allowed"] = late_sends_allowed(len(lags))
+            row["schedule_lag_worst_allowed_ms"] = 1000 / stage.rate
         if span > 0:
             row["output_tokens_per_s"] = row["completion_tokens_total"] / span
         stages.append(row)
@@ -185,6 +187,13 @@ def summarize(
                 f"larger of {threshold_ms:g} ms and {scenario.validity.max_schedule_lag_gap_fraction:g} of its mean "
                 "gap between requests): the client fell behind its schedule, so the achieved load is not the "
                 "requested one"
+            )
+        worst_ms, gap_ms = row.get("schedule_lag_ms", {}).get("max"), row.get("schedule_lag_worst_allowed_ms")
+        if worst_ms is not None and gap_ms is not None and worst_ms > gap_ms:
+            reasons.append(
+                f"stage {row['name']}: a send left {worst_ms:.0f} ms late, later than the {gap_ms:g} ms mean gap "
+                "between its requests: the client stalled for a whole request's slot, so the load had a hole "
+                "and then a burst that the schedule did not ask for"
             )
     if not records:
         reasons.append("no request was sent")

@@ -60,8 +60,9 @@ def test_a_lag_small_against_the_gap_keeps_a_slow_stage_valid() -> None:
 def test_the_same_lag_invalidates_a_fast_stage_and_names_it() -> None:
     summary = _summary([(2, 0.021), (200, 0.021)])
     assert summary["valid"] is False
-    (reason,) = summary["invalid_reasons"]
-    assert reason.startswith("stage s1: 2000 of 2000 sends more than 10 ms late (schedule lag p99 21.0 ms)"), reason
+    counted, worst = summary["invalid_reasons"]
+    assert counted.startswith("stage s1: 2000 of 2000 sends more than 10 ms late (schedule lag p99 21.0 ms)"), counted
+    assert worst.startswith("stage s1: a send left 21 ms late, later than the 5 ms mean gap"), worst
     assert summary["stages"][1]["schedule_lag_allowed_ms"] == 10  # the absolute threshold: 10 % is 0.5 ms
 
 
@@ -115,9 +116,26 @@ def test_four_late_sends_of_98_are_more_than_chance() -> None:
 def test_a_long_stage_is_held_close_to_one_percent(late_share: float, valid: bool) -> None:
     n = 6000
     late = round(n * late_share)
-    lags = [0.002] * (n - late) + [0.2] * late
+    lags = [0.002] * (n - late) + [0.08] * late
     summary = _summary([(10, lags)], seconds=600)
     assert summary["valid"] is valid, summary["invalid_reasons"]
+
+
+def test_one_send_later_than_the_mean_gap_invalidates_the_stage_alone() -> None:
+    """One late send of 98 is within the 1 % share, but 600 ms at 2/s is more than the 500 ms
+    between requests: the client stalled for a whole request's slot, and the load had a hole and
+    then a burst where the schedule had neither."""
+    summary = _summary([(2, [0.003] * 97 + [0.6])], seconds=49)
+    row = summary["stages"][0]
+    assert (row["schedule_lag_late"], row["schedule_lag_late_allowed"]) == (1, 3)
+    assert row["schedule_lag_worst_allowed_ms"] == 500
+    assert summary["valid"] is False
+    (reason,) = summary["invalid_reasons"]
+    assert reason.startswith("stage s0: a send left 600 ms late, later than the 500 ms mean gap"), reason
+
+
+def test_a_permitted_late_send_within_the_mean_gap_stays_valid() -> None:
+    assert _summary([(2, [0.003] * 97 + [0.45])], seconds=49)["valid"] is True
 
 
 @pytest.mark.parametrize(
