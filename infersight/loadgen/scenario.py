@@ -202,7 +202,12 @@ class Validity(_Strict):
 
     def allowed_lag_ms(self, rate: float) -> float:
         """How late a send of a stage at ``rate`` requests/s may be before it counts as late."""
-        return max(self.max_schedule_lag_p99.ms, self.max_schedule_lag_gap_fraction * 1000 / rate)
+        return max(self.max_schedule_lag_p99.ms, self.max_schedule_lag_gap_fraction * self.worst_lag_ms(rate))
+
+    @staticmethod
+    def worst_lag_ms(rate: float) -> float:
+        """How late even a permitted late send may be: the stage's mean gap between requests."""
+        return 1000 / rate
 
 
 class _Action(_Strict):

@@ -8,8 +8,8 @@ its numbers do not describe the requested load. Counting rather than reading the
 short stages: on 98 sends the p99 is the second-latest send, and two late sends are what a 1 %
 share gives one time in four. A send later than its stage's mean gap between requests makes the
 stage invalid on its own, however few such sends: the client stalled for a whole request's slot.
-A run is also invalid when any response was not OpenAI-shaped (the target is not what it claims to be), or when any
-request failed in the client itself.
+A run is also invalid when any response was not OpenAI-shaped (the target is not what it claims
+to be), or when any request failed in the client itself.
 """
 
 from __future__ import annotations
@@ -165,7 +165,7 @@ def summarize(
             row["schedule_lag_allowed_ms"] = allowed_ms
             row["schedule_lag_late"] = sum(lag * 1000 > allowed_ms for lag in lags)
             row["schedule_lag_late_allowed"] = late_sends_allowed(len(lags))
-            row["schedule_lag_worst_allowed_ms"] = 1000 / stage.rate
+            row["schedule_lag_worst_allowed_ms"] = scenario.validity.worst_lag_ms(stage.rate)
         if span > 0:
             row["output_tokens_per_s"] = row["completion_tokens_total"] / span
         stages.append(row)
@@ -188,8 +188,9 @@ def summarize(
                 "gap between requests): the client fell behind its schedule, so the achieved load is not the "
                 "requested one"
             )
-        worst_ms, gap_ms = row.get("schedule_lag_ms", {}).get("max"), row.get("schedule_lag_worst_allowed_ms")
-        if worst_ms is not None and gap_ms is not None and worst_ms > gap_ms:
+        gap_ms = row.get("schedule_lag_worst_allowed_ms")
+        worst_ms = row["schedule_lag_ms"]["max"] if gap_ms is not None else None
+        if worst_ms is not None and worst_ms > gap_ms:
             reasons.append(
                 f"stage {row['name']}: a send left {worst_ms:.0f} ms late, later than the {gap_ms:g} ms mean gap "
                 "between its requests: the client stalled for a whole request's slot, so the load had a hole "
