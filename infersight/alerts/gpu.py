@@ -12,6 +12,7 @@ from __future__ import annotations
 from infersight import conventions, promql
 from infersight.alerts.common import num, on, tuned_alert
 from infersight.config import Config
+from infersight.durations import Duration
 from infersight.recording_rules import gpu as gpu_rules
 from infersight.rules import Alert, RuleGroup
 
@@ -28,6 +29,8 @@ LOST = "InfersightGPULost"
 FIELD_MISSING = "InfersightGPUFieldMissing"
 
 _BY_WORKLOAD = on((gpu_rules.WORKLOAD_LABEL,))
+# How long a double-bit error counts that shows only on a GPU's new series (its pod replaced).
+ECC_RECENT = Duration.parse("10m")
 # Names one GPU in descriptions, whichever exporter generation wrote it (Hostname is normalised).
 _GPU = "GPU {{ $labels.gpu }} ({{ $labels.modelName }}, {{ $labels.UUID }}) on {{ $labels.Hostname }}"
 
@@ -102,14 +105,21 @@ def _predicted_oom(cfg: Config) -> Alert:
 def _xid(cfg: Config) -> Alert:
     a = cfg.gpu.alerts.xid
     w = cfg.scaled(a.window)
-    # The gauge holds the last XID until the driver reloads, so only a change is news. Newer
-    # exporters also put the code in an err_code label, making a new code a new series; the last
-    # clause keeps a code that was already there when monitoring began from counting as new.
+    # The gauge holds the last XID until the driver reloads, so only a change is news: within the
+    # series, or against what the GPU reported a window ago. That comparison is by GPU (UUID), not
+    # by series, because dcgm-exporter labels a GPU's series with the pod holding it: a replaced
+    # pod is a new series carrying the old code (not news), and an XID that ends the pod may first
+    # show on the next pod's series (news). Newer exporters also put the code in an err_code label,
+    # so a code the GPU did not have is news too. The last clause keeps a code that was already
+    # there when monitoring began from counting as new.
     sel = cfg.selectors.dcgm
     xid, before = gpu_rules.dcgm(cfg, gpu_rules.XID.metric), promql.offset(gpu_rules.XID.metric, w, sel)
     changed = promql.range_fn("changes", gpu_rules.XID.metric, w, sel)
+    code = ("UUID", "err_code")
     expr = gpu_rules.normalise(
-        cfg, f"(\n  ({xid} > 0 and {changed} > 0)\n  or\n  ({xid} > 0 unless {before})\n)\nand on (UUID)\n{before}"
+        cfg,
+        f"(\n  ({xid} > 0 and {changed} > 0)\n  or\n  ({xid} > 0 unless {on(code)} {before})\n  or\n"
+        f"  (({xid} > 0) != {on(code)} group_left {promql.agg('max', code, before)})\n)\nand on (UUID)\n{before}",
     )
     return tuned_alert(
         cfg,
@@ -126,9 +136,17 @@ def _xid(cfg: Config) -> Alert:
 def _ecc(cfg: Config) -> Alert:
     a = cfg.gpu.alerts.ecc_double_bit
     w = cfg.scaled(a.window)
-    errors = (
-        f"{promql.range_fn('increase', 'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL', w, cfg.selectors.dcgm)} > 0\nor\n"
-        f"{promql.range_fn('increase', 'DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS', w, cfg.selectors.dcgm)} > 0"
+
+    # increase() per series, and the count now against the GPU's count ECC_RECENT ago by UUID:
+    # dcgm-exporter labels a GPU's series with its pod, and a double-bit error usually ends the
+    # pod, so the error may first show on the next pod's series, which increase() reads as flat.
+    def rose_on_the_gpu(metric: str) -> str:
+        before = promql.offset(metric, cfg.scaled(ECC_RECENT), cfg.selectors.dcgm)
+        return f"({gpu_rules.dcgm(cfg, metric)} - on (UUID) group_left {promql.agg('max', ('UUID',), before)}) > 0"
+
+    errors = "\nor\n".join(
+        f"{promql.range_fn('increase', metric, w, cfg.selectors.dcgm)} > 0\nor\n{rose_on_the_gpu(metric)}"
+        for metric in ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS")
     )
     return tuned_alert(
         cfg,
