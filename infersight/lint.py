@@ -114,6 +114,32 @@ def names_read_over_a_range(expr: str) -> set[str | None]:
     return found
 
 
+def history_read_s(expr: str) -> dict[str | None, float]:
+    """How far back, in seconds before the evaluation, each metric name's samples are read: its
+    range and offset plus those of every subquery around it (the larger where a name appears more
+    than once). An instant selector without offset reads back 0 here (Prometheus' 5 m lookback
+    aside): a rule whose window is longer than the data Prometheus holds reads fewer samples than
+    it will once the window has filled."""
+    found: dict[str | None, float] = {}
+
+    def seconds(delta: Any) -> float:
+        return float(delta.total_seconds()) if delta is not None else 0.0
+
+    def walk(node: Any, back: float) -> None:
+        if isinstance(node, promql_parser.SubqueryExpr):
+            back += seconds(node.range) + seconds(node.offset)
+        elif isinstance(node, promql_parser.MatrixSelector):
+            back += seconds(node.range)
+        if isinstance(node, promql_parser.VectorSelector):
+            total = back + seconds(node.offset)
+            found[node.name] = max(found.get(node.name, 0.0), total)
+        for child in _children(node):
+            walk(child, back)
+
+    walk(promql_parser.parse(expr), 0.0)
+    return found
+
+
 def _children(node: Any) -> Iterator[Any]:
     for attr in ("expr", "lhs", "rhs", "param", "vector_selector"):
         child = getattr(node, attr, None)

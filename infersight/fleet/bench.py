@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from infersight.config import Config
+from infersight.durations import Duration
 from infersight.fleet import cpu, measure, topology
 from infersight.fleet.stack import PROMETHEUS, FleetStack
 
@@ -38,6 +39,8 @@ class Report:
     machine: str
     groups: list[measure.GroupCost] = field(default_factory=list)
     slowest: list[measure.RuleCost] = field(default_factory=list)
+    # Rules whose windows reach further back than the run: measured before they filled.
+    long_windows: list[measure.LongWindow] = field(default_factory=list)
     missed: float = 0.0
     failures: float = 0.0
     unhealthy: list[str] = field(default_factory=list)
@@ -128,6 +131,7 @@ def run(
         times.sample(api)
         report.groups = times.groups()
         report.slowest = times.slowest_rules(SLOWEST_RULES)
+        report.long_windows = measure.long_windows(measure.rules_of(files), wait_s)
         own = measure.self_metrics(
             api,
             (
@@ -254,6 +258,7 @@ def render(report: Report) -> str:
         f"missed iterations: {report.missed:.0f}; rule evaluation failures: {report.failures:.0f}; "
         f"unhealthy rules: {len(report.unhealthy)}",
         *(f"  {u}" for u in report.unhealthy[:10]),
+        *_long_window_lines(report),
         "",
     ]
     if report.slowest:
@@ -280,6 +285,26 @@ def render(report: Report) -> str:
         lines.append("")
     lines += _dashboard_table(report)
     return "\n".join(lines)
+
+
+def _long_window_lines(report: Report) -> list[str]:
+    """Which rules this run measured before their windows filled: their cost here is a floor."""
+    raw = [w for w in report.long_windows if w.raw]
+    recorded_only = [w for w in report.long_windows if not w.raw]
+    lines = []
+    if raw:
+        listed = ", ".join(f"{w.rule} ({Duration.seconds(w.seconds)})" for w in raw)
+        longest = Duration.seconds(raw[0].seconds)
+        lines.append(
+            f"{len(raw)} rules read scraped series further back than this run's {report.waited_s:.0f} s, so their "
+            f"cost above is below their steady state (a --duration past {longest} measures it): {listed}"
+        )
+    if recorded_only:
+        lines.append(
+            f"{len(recorded_only)} more read only recordings further back (up to "
+            f"{Duration.seconds(max(w.seconds for w in recorded_only))}): per model or node, few series"
+        )
+    return lines
 
 
 def _cpu_lines(report: Report) -> list[str]:

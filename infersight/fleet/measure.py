@@ -215,6 +215,31 @@ def rules_of(files: Mapping[str, str]) -> list[Rule]:
     return out
 
 
+@dataclass(frozen=True)
+class LongWindow:
+    """A rule that reads samples from further back than a run has held data: until its window
+    fills, it reads fewer samples (and costs less) than it will at steady state."""
+
+    rule: str
+    seconds: float  # how far back it reads
+    raw: bool  # it reads scraped series over that window (per GPU or engine), not only recordings
+
+
+def long_windows(rules: Iterable[Rule], held_s: float) -> list[LongWindow]:
+    """The rules that read further back than ``held_s``, longest first, those over raw series
+    before those over recordings only (recordings are per model or node: their windows are cheap)."""
+    rules = list(rules)
+    recorded = {r.name for r in rules if not r.alert}
+    out = []
+    for r in rules:
+        back = lint.history_read_s(r.expr)
+        longest = max(back.values(), default=0.0)
+        if longest > held_s:
+            raw = any(s > held_s and name not in recorded for name, s in back.items())
+            out.append(LongWindow(r.name, longest, raw))
+    return sorted(out, key=lambda w: (not w.raw, -w.seconds, w.rule))
+
+
 def panel_queries(
     files: Mapping[str, str], rate_interval: str, api: PrometheusAPI | None = None
 ) -> Iterator[tuple[str, str, str]]:

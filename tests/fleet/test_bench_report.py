@@ -3,6 +3,7 @@ without rules, and a dashboard ratio that is only a floor when a raw query faile
 
 from __future__ import annotations
 
+from infersight import lint
 from infersight.fleet import bench, cpu, measure
 
 
@@ -85,3 +86,48 @@ def test_the_growth_table_gives_each_size_per_engine_and_per_1000_engines() -> N
     # cores/1k, dash
     assert rows["10"][1:] == ["2", "700", "70.0", "10.0%", "770", "4096.0", "3072.0", "1.00%", "100.00%", "1.00", "50"]
     assert rows["1000"][1:] == ["2", "700", "35.0", "5.0%", "735", "4096.0", "3072.0", "10.00%", "10.00%", "1.00", "50"]
+
+
+def test_rules_whose_windows_outlast_the_run_are_named_as_measured_before_they_filled() -> None:
+    files = {
+        "alerts/gpu.yaml": """groups:
+- name: g.alerts
+  rules:
+  - alert: EccInTheLastHour
+    expr: increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[1h]) > 0
+  - alert: XidChanged
+    expr: changes(DCGM_FI_DEV_XID_ERRORS[5m] offset 10m) > 0
+  - alert: Busy
+    expr: rate(vllm:request_success_total[5m]) > 1
+  - alert: BurnFromRecordings
+    expr: avg_over_time(model:errors:ratio_rate5m[30d]) > 0.01
+""",
+        "recording_rules/serving.yaml": """groups:
+- name: g.rules
+  rules:
+  - record: model:errors:ratio_rate5m
+    expr: sum(rate(vllm:request_success_total[5m]))
+""",
+    }
+    windows = measure.long_windows(measure.rules_of(files), held_s=360)
+    # raw windows first, longest first; the 5 m rate fits in the run; a recording's 30 d window is cheap
+    assert [(w.rule, w.seconds, w.raw) for w in windows] == [
+        ("EccInTheLastHour", 3600.0, True),
+        ("XidChanged", 900.0, True),
+        ("BurnFromRecordings", 30 * 86400.0, False),
+    ]
+    assert measure.long_windows(measure.rules_of(files), held_s=4000) == [windows[-1]]
+    text = bench.render(_report(long_windows=windows))
+    assert (
+        "2 rules read scraped series further back than this run's 360 s, so their cost above is below their "
+        "steady state (a --duration past 1h measures it): EccInTheLastHour (1h), XidChanged (15m)"
+    ) in text
+    assert "1 more read only recordings further back (up to 30d)" in text
+    assert "further back" not in bench.render(_report())
+
+
+def test_how_far_back_a_rule_reads_adds_ranges_offsets_and_subqueries() -> None:
+    back = lint.history_read_s(
+        'increase(a{job="x"}[1h] offset 5m) > on (u) b offset 2h or max_over_time(rate(c[5m])[30m:1m] offset 10m) or a'
+    )
+    assert back == {"a": 3900.0, "b": 7200.0, "c": 2700.0}
