@@ -106,20 +106,21 @@ def _xid(cfg: Config) -> Alert:
     a = cfg.gpu.alerts.xid
     w = cfg.scaled(a.window)
     # The gauge holds the last XID until the driver reloads, so only a change is news: within the
-    # series, or against what the GPU reported a window ago. That comparison is by GPU (UUID), not
-    # by series, because dcgm-exporter labels a GPU's series with the pod holding it: a replaced
-    # pod is a new series carrying the old code (not news), and an XID that ends the pod may first
-    # show on the next pod's series (news). Newer exporters also put the code in an err_code label,
-    # so a code the GPU did not have is news too. The last clause keeps a code that was already
-    # there when monitoring began from counting as new.
+    # series, or against what the GPU (or MIG instance) reported a window ago. That comparison is
+    # by device, not by series, because dcgm-exporter labels a GPU's series with the pod holding
+    # it: a replaced pod is a new series carrying the old code (not news), and an XID that ends the
+    # pod may first show on the next pod's series (news). Newer exporters also put the code in an
+    # err_code label, so a code the device did not have is news too. The last clause keeps a code
+    # that was already there when monitoring began from counting as new.
     sel = cfg.selectors.dcgm
     xid, before = gpu_rules.dcgm(cfg, gpu_rules.XID.metric), promql.offset(gpu_rules.XID.metric, w, sel)
     changed = promql.range_fn("changes", gpu_rules.XID.metric, w, sel)
-    code = ("UUID", "err_code")
+    code = (*gpu_rules.DEVICE, "err_code")
     expr = gpu_rules.normalise(
         cfg,
         f"(\n  ({xid} > 0 and {changed} > 0)\n  or\n  ({xid} > 0 unless {on(code)} {before})\n  or\n"
-        f"  (({xid} > 0) != {on(code)} group_left {promql.agg('max', code, before)})\n)\nand on (UUID)\n{before}",
+        f"  (({xid} > 0) != {on(code)} group_left {promql.agg('max', code, before)})\n)\n"
+        f"and {on(gpu_rules.DEVICE)}\n{before}",
     )
     return tuned_alert(
         cfg,
@@ -137,12 +138,12 @@ def _ecc(cfg: Config) -> Alert:
     a = cfg.gpu.alerts.ecc_double_bit
     w = cfg.scaled(a.window)
 
-    # increase() per series, and the count now against the GPU's count ECC_RECENT ago by UUID:
+    # increase() per series, and the count now against the device's count ECC_RECENT ago:
     # dcgm-exporter labels a GPU's series with its pod, and a double-bit error usually ends the
     # pod, so the error may first show on the next pod's series, which increase() reads as flat.
     def rose_on_the_gpu(metric: str) -> str:
-        before = promql.offset(metric, cfg.scaled(ECC_RECENT), cfg.selectors.dcgm)
-        return f"({gpu_rules.dcgm(cfg, metric)} - on (UUID) group_left {promql.agg('max', ('UUID',), before)}) > 0"
+        before = promql.agg("max", gpu_rules.DEVICE, promql.offset(metric, cfg.scaled(ECC_RECENT), cfg.selectors.dcgm))
+        return f"({gpu_rules.dcgm(cfg, metric)} - {on(gpu_rules.DEVICE)} group_left {before}) > 0"
 
     errors = "\nor\n".join(
         f"{promql.range_fn('increase', metric, w, cfg.selectors.dcgm)} > 0\nor\n{rose_on_the_gpu(metric)}"

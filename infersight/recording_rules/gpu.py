@@ -30,6 +30,9 @@ from infersight.rules import RecordingRule, RuleGroup
 
 WORKLOAD_LABEL = "infersight_workload"
 HOST_LABEL = "Hostname"
+# One GPU, or one MIG instance of it: dcgm-exporter reports each instance as its own series.
+# Across a pod's replacement (a new series, same device) these labels stay.
+DEVICE = ("UUID", "GPU_I_ID")
 _TMP = "infersight_tmp"  # scratch label, always removed again
 MIB = 1048576
 MHZ = 1000000
