@@ -813,6 +813,49 @@ _METRICS: tuple[Metric, ...] = (
         "Experts each token is routed to in one MoE layer (expert-token counts / top_k = tokens).",
         "short",
     ),
+    # Per-layer balance over the exporter's window (exporters/moe/balance.py): what the alerts
+    # read, instead of rating every (layer, expert) counter. Share figures are absent while the
+    # layer routed nothing in the window.
+    _own(
+        "infersight_moe_layer_window_seconds",
+        GAUGE,
+        Source.INFERSIGHT_MOE,
+        ("model_name", "layer", "rank"),
+        "Seconds the layer's balance figures cover (the exporter's window; less right after a start).",
+        "s",
+    ),
+    _own(
+        "infersight_moe_layer_window_tokens",
+        GAUGE,
+        Source.INFERSIGHT_MOE,
+        ("model_name", "layer", "rank"),
+        "Expert-token counts routed in the layer within the window (top-k routing counts a token k times).",
+        "short",
+    ),
+    _own(
+        "infersight_moe_layer_share_variance",
+        GAUGE,
+        Source.INFERSIGHT_MOE,
+        ("model_name", "layer", "rank"),
+        "Variance of the experts' shares of the layer's tokens within the window (0 is perfectly balanced).",
+        "short",
+    ),
+    _own(
+        "infersight_moe_layer_max_share",
+        GAUGE,
+        Source.INFERSIGHT_MOE,
+        ("model_name", "layer", "rank"),
+        "The busiest expert's share of the layer's tokens within the window (uniform routing gives 1/N).",
+        "percentunit",
+    ),
+    _own(
+        "infersight_moe_layer_dead_experts",
+        GAUGE,
+        Source.INFERSIGHT_MOE,
+        ("model_name", "layer", "rank"),
+        "Experts of the layer that received no tokens within the window while the layer routed some.",
+        "short",
+    ),
     # --- health of infersight's own exporters -----------------------------------------------------
     _own(
         "infersight_exporter_up",

@@ -191,6 +191,12 @@ PACKS: tuple[Pack, ...] = (
         reads=frozenset(
             {
                 "infersight_moe_expert_tokens_total",
+                "infersight_moe_layer_experts",
+                "infersight_moe_layer_window_seconds",
+                "infersight_moe_layer_window_tokens",
+                "infersight_moe_layer_share_variance",
+                "infersight_moe_layer_max_share",
+                "infersight_moe_layer_dead_experts",
             }
         ),
         recording_groups=moe_rules.groups,

@@ -76,7 +76,10 @@ def test_dashboard_only_histograms_move_and_what_prompt_alerts_read_stays() -> N
         "infersight-gpu.rules",
     ):
         assert intervals[name] == "2m", name
-    assert "expert:infersight_moe_expert_tokens:rate5m" in _names(Config(), "infersight-moe.rules")
+    assert _names(Config(), "infersight-moe.rules") == {
+        "layer:infersight_moe_layer_share_variance:max",
+        "layer:infersight_moe_layer_dead_experts:max",
+    }
     # Burn-rate alerts (no for:) read the SLO recordings; target, queue and KV alerts the golden ones.
     slo = [name for name in intervals if name.startswith("infersight-serving-slo-") and name.endswith(".rules")]
     assert len(slo) == 6

@@ -4,7 +4,7 @@ missing for a model configured as MoE."""
 from __future__ import annotations
 
 from infersight import promql
-from infersight.alerts.common import num, on, tuned_alert
+from infersight.alerts.common import num, tuned_alert
 from infersight.config import Config
 from infersight.recording_rules import moe as moe_rules
 from infersight.rules import Alert, RuleGroup
@@ -14,13 +14,6 @@ DEAD_EXPERT = "InfersightMoEDeadExpert"
 METRICS_ABSENT = "InfersightMoEExpertLoadAbsent"
 
 
-def layer_has_traffic(cfg: Config) -> str:
-    """Layers where each expert would expect enough tokens in the window to judge its share."""
-    seconds = cfg.scaled(cfg.moe.window).total_seconds
-    expected_tokens = f"{moe_rules.layer_mean(cfg)} * {num(seconds)}"
-    return f"and {on(moe_rules.LAYER)}\n{expected_tokens} >= {num(cfg.moe.min_expected_tokens_per_expert)}"
-
-
 def _imbalance(cfg: Config) -> Alert:
     a = cfg.moe.alerts.imbalance
     return tuned_alert(
@@ -28,11 +21,11 @@ def _imbalance(cfg: Config) -> Alert:
         "moe",
         IMBALANCE,
         a,
-        f"{moe_rules.share_variance(cfg)} > {num(a.variance_threshold)}\n{layer_has_traffic(cfg)}",
+        f"{moe_rules.SHARE_VARIANCE_MAX} > {num(a.variance_threshold)}",
         "Tokens are persistently routed unevenly across the experts of an MoE layer.",
         "Layer {{ $labels.layer }} of {{ $labels.model_name }} (job {{ $labels.job }}): the variance of "
-        f'per-expert load shares is {{{{ $value | printf "%.4f" }}}} over {cfg.scaled(cfg.moe.window)} '
-        f"(threshold {num(a.variance_threshold)}); hot experts slow every step of the batch.",
+        'per-expert load shares is {{ $value | printf "%.4f" }} over the MoE exporter\'s window '
+        f"(threshold {num(a.variance_threshold)}, worst rank); hot experts slow every step of the batch.",
     )
 
 
@@ -43,20 +36,21 @@ def _dead_expert(cfg: Config) -> Alert:
         "moe",
         DEAD_EXPERT,
         a,
-        f"{moe_rules.expert_rate(cfg)} == 0\n{layer_has_traffic(cfg)}",
-        "An MoE expert receives no tokens while its layer has traffic.",
-        "Expert {{ $labels.expert }} of layer {{ $labels.layer }} ({{ $labels.model_name }}, job "
-        f"{{{{ $labels.job }}}}) received no tokens in {cfg.scaled(cfg.moe.window)} while the layer's other experts "
-        "did.",
+        f"{moe_rules.DEAD_EXPERTS_MAX} > 0",
+        "MoE experts receive no tokens while their layer has traffic.",
+        "{{ $value }} expert(s) of layer {{ $labels.layer }} ({{ $labels.model_name }}, job {{ $labels.job }}) "
+        "received no tokens in the MoE exporter's window while the layer's other experts did (worst rank); "
+        "the MoE dashboard's per-expert panels name them.",
     )
 
 
 def _absent(cfg: Config) -> Alert:
     """Only models listed in moe.models: a dense model has no expert load and must stay quiet.
     A model that is not served at all is the serving alerts' business, so vLLM must expose it.
-    Expert load counts as present if any sample arrived within the rate window: one scrape of
-    the plugin's port that times out under load writes stale markers, and must not start the
-    alert while the rate rules still have data."""
+    Expert load counts as present if any sample of the per-layer expert count arrived within
+    ``moe.window``: one scrape of the plugin's port that times out under load writes stale
+    markers, and must not start the alert while the exporter still answers. (One series per
+    layer, not the per-expert counters: the alert reads little at fleet size.)"""
     a = cfg.moe.alerts.metrics_absent
     models = promql.label_matcher("model_name", "=~", promql.alternation(cfg.moe.models))
     served = promql.agg(
@@ -65,7 +59,7 @@ def _absent(cfg: Config) -> Alert:
     exported = promql.agg(
         "group",
         ("model_name",),
-        promql.over_time("present", promql.series(moe_rules.TOKENS, cfg.selectors.moe_exporter), cfg.moe.window),
+        promql.over_time("present", promql.series(moe_rules.EXPERTS, cfg.selectors.moe_exporter), cfg.moe.window),
     )
     return tuned_alert(
         cfg,

@@ -1,5 +1,7 @@
-"""MoE expert balance: load share per layer and expert, imbalance per layer, hot experts
-and tokens per expert, from the infersight MoE exporter's counters."""
+"""MoE expert balance: imbalance, hot-expert factor, balancedness and dead experts per layer
+(recorded from the MoE exporter's per-layer gauges), then load share, hot experts and tokens per
+expert from the raw per-expert counters, read when the dashboard is opened: recording them
+cost more than any other rule at fleet size (recording_rules/moe.py)."""
 
 from __future__ import annotations
 
@@ -17,44 +19,45 @@ _LAYER = "{{model_name}} L{{layer}}"
 _EXPERT = "{{model_name}} L{{layer}} E{{expert}}"
 
 
+_JUDGED = "Layers that routed too few tokens in the window to judge are left out."
+
+
 def _balance(cfg: Config) -> Section:
-    window = cfg.moe.window
     return Section(
-        "Load balance",
+        "Load balance per layer (worst rank, over the MoE exporter's window)",
         [
-            heatmap(
-                "Load share, layer x expert",
-                f"Each row is one expert of one layer; colour is its share of the layer's routed tokens over "
-                f"{window}. Uniform routing gives every expert 1/E; a hot row stands out, a dead one is blank.",
-                "percentunit",
-                [Query(moe_rules.share(cfg, LAYER_FILTERS), "L{{layer}} E{{expert}}")],
-                height=12,
-            ),
             timeseries(
                 "Share variance per layer",
                 "Variance of per-expert load shares within each layer, the expert activation rate variance "
-                f"(alert threshold {cfg.moe.alerts.imbalance.variance_threshold:g}).",
+                f"(alert threshold {cfg.moe.alerts.imbalance.variance_threshold:g}). {_JUDGED}",
                 "short",
-                [Query(promql.recorded(moe_rules.share_variance(cfg), LAYER_FILTERS), _LAYER)],
-            ),
-            timeseries(
-                "Coefficient of variation per layer",
-                "Standard deviation over mean of tokens per expert; 0 is perfectly balanced.",
-                "short",
-                [Query(promql.recorded(moe_rules.coefficient_of_variation(cfg), LAYER_FILTERS), _LAYER)],
+                [Query(promql.recorded(moe_rules.SHARE_VARIANCE_MAX, LAYER_FILTERS), _LAYER)],
             ),
             timeseries(
                 "Hot-expert factor per layer",
-                "Busiest expert's tokens over the layer's mean (max/mean); the batch step waits for it.",
+                f"Busiest expert's tokens over the layer's mean (max/mean); the batch step waits for it. {_JUDGED}",
                 "short",
-                [Query(promql.recorded(moe_rules.max_over_mean(cfg), LAYER_FILTERS), _LAYER)],
+                [Query(promql.recorded(moe_rules.MAX_OVER_MEAN, LAYER_FILTERS), _LAYER)],
             ),
             timeseries(
                 "Balancedness per layer",
-                "vLLM's EPLB balancedness: mean over max tokens per expert; 1 is perfectly balanced.",
+                f"vLLM's EPLB balancedness: mean over max tokens per expert; 1 is perfectly balanced. {_JUDGED}",
                 "percentunit",
-                [Query(promql.recorded(moe_rules.balancedness(cfg), LAYER_FILTERS), _LAYER)],
+                [Query(promql.recorded(moe_rules.BALANCEDNESS, LAYER_FILTERS), _LAYER)],
                 max_val=1,
+            ),
+            timeseries(
+                "Dead experts per layer",
+                f"Experts that received no tokens in the window while their layer had traffic. {_JUDGED}",
+                "short",
+                [Query(promql.recorded(moe_rules.DEAD_EXPERTS_MAX, LAYER_FILTERS), _LAYER)],
+            ),
+            timeseries(
+                "Routed tokens/s per layer",
+                "Expert-token counts per second in each layer, summed over ranks (top-k routing counts a token "
+                "once per chosen expert).",
+                "short",
+                [Query(promql.recorded(moe_rules.LAYER_RATE, LAYER_FILTERS), _LAYER)],
             ),
         ],
     )
@@ -62,12 +65,21 @@ def _balance(cfg: Config) -> Section:
 
 def _experts(cfg: Config) -> Section:
     top = cfg.moe.top_experts
+    raw = "Read from the per-expert counters when the dashboard opens; narrow model and layer on a large fleet."
     return Section(
         "Experts",
         [
+            heatmap(
+                "Load share, layer x expert",
+                "Each row is one expert of one layer; colour is its share of the layer's routed tokens. Uniform "
+                f"routing gives every expert 1/E; a hot row stands out, a dead one is blank. {raw}",
+                "percentunit",
+                [Query(moe_rules.share(cfg, LAYER_FILTERS), "L{{layer}} E{{expert}}")],
+                height=12,
+            ),
             stat(
                 f"Top {top} hot experts",
-                f"Experts with the highest load relative to their layer's mean over {cfg.moe.window} (1 = fair share).",
+                f"Experts with the highest load relative to their layer's mean (1 = fair share). {raw}",
                 "short",
                 [
                     Query(
@@ -83,9 +95,9 @@ def _experts(cfg: Config) -> Section:
             ),
             timeseries(
                 "Tokens/s per expert",
-                "Tokens routed to each expert per second (top-k routing counts a token once per chosen expert).",
+                "Tokens routed to each expert per second (top-k routing counts a token once per chosen expert). " + raw,
                 "short",
-                [Query(promql.recorded(moe_rules.expert_rate(cfg), LAYER_FILTERS), _EXPERT)],
+                [Query(moe_rules.expert_rate(cfg, LAYER_FILTERS), _EXPERT)],
                 width=24,
                 height=10,
             ),
@@ -99,7 +111,7 @@ def dashboards(cfg: Config) -> dict[str, dict[str, Any]]:
         name="vllm-moe",
         title="vLLM / MoE expert balance",
         description="How evenly MoE layers route tokens to their experts (infersight MoE exporter).",
-        variables_from=moe_rules.expert_rate(cfg),
+        variables_from=moe_rules.LAYER_RATE,
         variable_labels=VARIABLES,
         sections=[_balance(cfg), _experts(cfg)],
     )

@@ -272,7 +272,21 @@ def moe(server: topology.Server) -> Template:
             w = weights[(expert + layer) % topology.MOE_EXPERTS] / total
             head = f'{name}{{model_name="{model}",layer="{layer}",expert="{expert}",rank="0"}}'
             out.sample(head, 0.0, tokens_per_s * w)
-    for gauge, value in (("infersight_moe_layer_experts", topology.MOE_EXPERTS), ("infersight_moe_layer_top_k", 8)):
+    # The exporter's per-layer balance over its 5 m window (exporters/moe/balance.py): one hot
+    # expert of four times the others' weight in every layer, no dead experts.
+    window_s = 300.0
+    hot = max(weights) / total
+    variance = sum((w / total - 1 / topology.MOE_EXPERTS) ** 2 for w in weights) / topology.MOE_EXPERTS
+    per_layer = (
+        ("infersight_moe_layer_experts", topology.MOE_EXPERTS),
+        ("infersight_moe_layer_top_k", topology.MOE_TOP_K),
+        ("infersight_moe_layer_window_seconds", window_s),
+        ("infersight_moe_layer_window_tokens", tokens_per_s * window_s),
+        ("infersight_moe_layer_share_variance", variance),
+        ("infersight_moe_layer_max_share", hot),
+        ("infersight_moe_layer_dead_experts", 0),
+    )
+    for gauge, value in per_layer:
         out.comment(f"# TYPE {gauge} gauge")
         for layer in range(topology.MOE_LAYERS):
             out.sample(f'{gauge}{{model_name="{model}",layer="{layer}",rank="0"}}', float(value), 0.0)

@@ -1,10 +1,17 @@
-"""MoE expert-balance recording rules, per layer over ``moe.window``.
+"""MoE expert-balance recording rules: one figure per layer, model-wide.
 
-They read the MoE exporter's counter of tokens routed to each (layer, expert). Every rank
-(a scrape target of its own) counts the tokens it routes, so the rules sum over ranks and
-instances: routing is a property of the model and its traffic, and one rank alone sees only
-a slice of it. A layer's *share* of an expert is the expert's tokens over the tokens routed in
-that layer, so shares sum to 1 per layer and uniform routing gives every expert 1/E.
+They read the MoE exporter's per-layer balance gauges (exporters/moe/balance.py), which the
+exporter computes over its own window, not the per-expert counters: a rule rating every
+(layer, expert) counter of every rank grows with layers x experts and was the bundle's largest
+rule cost at 1,000 engines (docs/scale.md). The per-expert counters are left to the
+dashboard's per-expert panels, which read them for one selection when opened.
+
+Every rank (a scrape target of its own) reports the tokens it routed. A layer's figure is that
+of its worst rank among the ranks whose layer routed enough tokens in the window to judge
+(``moe.min_expected_tokens_per_expert`` per expert): with too few tokens, shares are noise and
+an expert without tokens is no evidence of a dead one. Tensor-parallel ranks route the same
+tokens and only one of them counts; data-parallel ranks each route their own, so the worst
+rank is the one an operator must look at.
 """
 
 from __future__ import annotations
@@ -16,56 +23,39 @@ from infersight.config import Config
 from infersight.rules import RecordingRule, RuleGroup
 
 TOKENS = "infersight_moe_expert_tokens_total"
+EXPERTS = "infersight_moe_layer_experts"
+WINDOW_SECONDS = "infersight_moe_layer_window_seconds"
+WINDOW_TOKENS = "infersight_moe_layer_window_tokens"
+SHARE_VARIANCE = "infersight_moe_layer_share_variance"
+MAX_SHARE = "infersight_moe_layer_max_share"
+DEAD_EXPERTS = "infersight_moe_layer_dead_experts"
 LAYER = ("job", "model_name", "layer")
 EXPERT = (*LAYER, "expert")
 
 
-def _operation(cfg: Config, prefix: str = "") -> str:
-    return f"{prefix}rate{cfg.moe.window}"
+# Per layer, model-wide. The rate is of every layer (for traffic panels); the rest only of layers
+# with enough tokens to judge.
+LAYER_RATE = conventions.record_name("layer", WINDOW_TOKENS, "rate")  # expert-token counts/s, over ranks
+SHARE_VARIANCE_MAX = conventions.record_name("layer", SHARE_VARIANCE, "max")
+MAX_OVER_MEAN = conventions.record_name("layer", MAX_SHARE, "max_over_mean")  # busiest expert / layer mean
+BALANCEDNESS = conventions.record_name("layer", MAX_SHARE, "balancedness")  # vLLM EPLB's mean / max
+DEAD_EXPERTS_MAX = conventions.record_name("layer", DEAD_EXPERTS, "max")
 
 
-def expert_rate(cfg: Config) -> str:
-    """Tokens/s routed to each expert."""
-    return conventions.record_name("expert", "infersight_moe_expert_tokens", _operation(cfg))
+def _gauge(cfg: Config, name: str) -> str:
+    return promql.series(name, cfg.selectors.moe_exporter)
 
 
-def layer_rate(cfg: Config) -> str:
-    """Tokens/s routed in each layer (top-k routing counts a token k times)."""
-    return conventions.record_name("layer", "infersight_moe_expert_tokens", _operation(cfg))
+def judged(cfg: Config, expr: str) -> str:
+    """``expr`` (per rank and layer) where that rank's layer routed enough tokens in the window."""
+    expected = f"{_gauge(cfg, WINDOW_TOKENS)}\n/\n{_gauge(cfg, EXPERTS)}"
+    return f"{expr}\nand\n({expected}\n>= {promql.number(cfg.moe.min_expected_tokens_per_expert)})"
 
 
-def layer_mean(cfg: Config) -> str:
-    """Mean tokens/s per expert of a layer: what every expert would get if routing were uniform."""
-    return conventions.record_name("layer", "infersight_moe_expert_tokens", _operation(cfg, "mean_"))
-
-
-# Per-expert ratios are expressions over the recorded per-expert rate, not recordings: three
-# series per expert per model were a sixth of the bundle's recorded series at 1,000 engines
-# (docs/scale.md), and a ratio of two recorded series costs a panel nothing more.
-def share(cfg: Config, matchers: Sequence[str] = ()) -> str:
-    """Each expert's share of its layer's routed tokens."""
-    return per_layer(promql.recorded(expert_rate(cfg), matchers), promql.recorded(layer_rate(cfg), matchers))
-
-
-def relative_load(cfg: Config, matchers: Sequence[str] = ()) -> str:
-    """Each expert's load over its layer's mean (1 = fair share)."""
-    return per_layer(promql.recorded(expert_rate(cfg), matchers), promql.recorded(layer_mean(cfg), matchers))
-
-
-def coefficient_of_variation(cfg: Config) -> str:
-    return conventions.record_name("layer", "infersight_moe_expert_load", _operation(cfg, "cv_"))
-
-
-def max_over_mean(cfg: Config) -> str:
-    return conventions.record_name("layer", "infersight_moe_expert_load", _operation(cfg, "max_over_mean_"))
-
-
-def balancedness(cfg: Config) -> str:
-    return conventions.record_name("layer", "infersight_moe_expert_load", _operation(cfg, "balancedness_"))
-
-
-def share_variance(cfg: Config) -> str:
-    return conventions.record_name("layer", "infersight_moe_expert_load_share", _operation(cfg, "variance_"))
+def expert_rate(cfg: Config, matchers: Sequence[str] = ()) -> str:
+    """Tokens/s routed to each expert, from the raw counters: for dashboard panels over one
+    selection, read when opened (never recorded; see the module docstring)."""
+    return promql.sum_by(EXPERT, promql.rate(TOKENS, "$__rate_interval", [*cfg.selectors.moe_exporter, *matchers]))
 
 
 def per_layer(expert_expr: str, layer_expr: str) -> str:
@@ -73,18 +63,25 @@ def per_layer(expert_expr: str, layer_expr: str) -> str:
     return f"{expert_expr}\n/ on ({', '.join(LAYER)}) group_left\n{layer_expr}"
 
 
+def share(cfg: Config, matchers: Sequence[str] = ()) -> str:
+    """Each expert's share of its layer's routed tokens (raw counters, read when opened)."""
+    return per_layer(expert_rate(cfg, matchers), promql.sum_by(LAYER, expert_rate(cfg, matchers)))
+
+
+def relative_load(cfg: Config, matchers: Sequence[str] = ()) -> str:
+    """Each expert's load over its layer's mean, 1 = fair share (raw counters, read when opened)."""
+    return per_layer(expert_rate(cfg, matchers), promql.agg("avg", LAYER, expert_rate(cfg, matchers)))
+
+
 def groups(cfg: Config) -> list[RuleGroup]:
-    w = cfg.scaled(cfg.moe.window)
-    experts = promql.recorded(expert_rate(cfg))
-    mean = promql.recorded(layer_mean(cfg))
-    rules = [
-        RecordingRule(expert_rate(cfg), promql.sum_by(EXPERT, promql.rate(TOKENS, w, cfg.selectors.moe_exporter))),
-        RecordingRule(layer_rate(cfg), promql.sum_by(LAYER, experts)),
-        RecordingRule(layer_mean(cfg), promql.agg("avg", LAYER, experts)),
-        # A layer without traffic divides 0 by 0: NaN, which no alert threshold matches.
-        RecordingRule(coefficient_of_variation(cfg), f"{promql.agg('stddev', LAYER, experts)}\n/\n{mean}"),
-        RecordingRule(max_over_mean(cfg), f"{promql.agg('max', LAYER, experts)}\n/\n{mean}"),
-        RecordingRule(balancedness(cfg), f"{mean}\n/\n{promql.agg('max', LAYER, experts)}"),
-        RecordingRule(share_variance(cfg), promql.agg("stdvar", LAYER, share(cfg))),
-    ]
-    return [RuleGroup("infersight-moe.rules", cfg.scaled(cfg.intervals.evaluation), tuple(rules))]
+    hot_factor = f"{_gauge(cfg, MAX_SHARE)} * {_gauge(cfg, EXPERTS)}"  # busiest expert over the layer's mean
+    per_second = f"{_gauge(cfg, WINDOW_TOKENS)}\n/\n{_gauge(cfg, WINDOW_SECONDS)}"
+    rules = (
+        RecordingRule(LAYER_RATE, promql.sum_by(LAYER, per_second)),
+        RecordingRule(SHARE_VARIANCE_MAX, promql.agg("max", LAYER, judged(cfg, _gauge(cfg, SHARE_VARIANCE)))),
+        RecordingRule(MAX_OVER_MEAN, promql.agg("max", LAYER, judged(cfg, hot_factor))),
+        # vLLM's EPLB balancedness: mean over max tokens per expert, so the worst rank is the lowest.
+        RecordingRule(BALANCEDNESS, promql.agg("min", LAYER, judged(cfg, f"1 / ({hot_factor})"))),
+        RecordingRule(DEAD_EXPERTS_MAX, promql.agg("max", LAYER, judged(cfg, _gauge(cfg, DEAD_EXPERTS)))),
+    )
+    return [RuleGroup("infersight-moe.rules", cfg.scaled(cfg.intervals.evaluation), rules)]

@@ -27,7 +27,7 @@ import yaml
 from infersight.config import Config
 from infersight.durations import Duration
 from infersight.exporters.gpu import exporter as gpu_exporter
-from infersight.exporters.moe.settings import ENABLE_VAR, PORT_VAR
+from infersight.exporters.moe.settings import ENABLE_VAR, PORT_VAR, WINDOW_VAR
 from infersight.stack.observed import ObservedStack, validation_profile
 from infersight.stack.ports import LOOPBACK, free_port
 from infersight.stack.process import ManagedProcess, ServiceError, http_get
@@ -122,7 +122,9 @@ class LocalStack:
         model_dir = ensure_tiny_model(kind)
         if kind == "moe":  # small KV cache (saturable); prefix caching off so repeated prompts stay skewed
             args = [*SMALL_KV_ARGS, *BATCHED_STREAMING_ARGS, "--no-enable-prefix-caching"]
-            env = {ENABLE_VAR: "1", PORT_VAR: str(self.moe_exporter_port)}
+            # The exporter's balance window is the bundle's moe.window, time-scaled like the rules.
+            window = self.cfg.scaled(self.cfg.moe.window).total_seconds
+            env = {ENABLE_VAR: "1", PORT_VAR: str(self.moe_exporter_port), WINDOW_VAR: format(window, "g")}
         else:
             args, env = [*BATCHED_STREAMING_ARGS], {}
         port = free_port()

@@ -27,17 +27,36 @@ def test_the_pack_is_in_the_bundle() -> None:
     assert set(_alerts(FILES)) == {"InfersightMoEExpertImbalance", "InfersightMoEDeadExpert"}
 
 
-def test_dashboard_has_a_valid_heatmap_and_reads_only_recording_rules() -> None:
+def test_dashboard_has_a_valid_heatmap_and_reads_only_recordings_and_the_expert_counters() -> None:
     assert schema_problems(BOARD) == []
     heatmaps = [p for p in BOARD["panels"] if p["type"] == "heatmap"]
     assert len(heatmaps) == 1 and heatmaps[0]["options"]["calculate"] is False
     assert heatmaps[0]["fieldConfig"]["defaults"]["unit"] == "percentunit"
     recorded = bundle.build(Config()).recorded_names()
+    per_expert = {"Load share, layer x expert", "Top 10 hot experts", "Tokens/s per expert"}
+    seen = set()
     for where, expr in dashboard_queries(BOARD):
-        assert metric_names(substitute(expr)) <= recorded, where
+        plain = substitute(expr)
+        title = where.split("'")[1] if "'" in where else where
+        if any(title.startswith(t) or t in where for t in per_expert):
+            # Read when opened, over the panel's rate interval; the per-layer panels read recordings.
+            assert metric_names(plain) == {"infersight_moe_expert_tokens_total"}, where
+            assert "[$__rate_interval]" in expr, where
+            seen.add(where)
+        else:
+            assert metric_names(plain) <= recorded, where
+    assert len(seen) == 3
     assert [v["name"] for v in BOARD["templating"]["list"]] == ["datasource", "job", "model_name", "layer"]
     top = next(p for p in BOARD["panels"] if p["title"].startswith("Top "))
     assert top["targets"][0]["expr"].startswith("topk(10, ")
+
+
+def test_alerts_read_the_exporters_per_layer_gauges_never_the_expert_counters() -> None:
+    files = bundle_files.render(bundle.build(parse_config({"moe": {"models": ["tiny-moe"]}})))
+    for name in ("recording_rules/moe.yaml", "alerts/moe.yaml"):
+        for group in yaml.safe_load(files[name])["groups"]:
+            for rule in group["rules"]:
+                assert "infersight_moe_expert_tokens_total" not in rule["expr"], (name, rule)
 
 
 def test_absent_alert_watches_exactly_the_configured_models() -> None:
@@ -50,12 +69,22 @@ def test_absent_alert_watches_exactly_the_configured_models() -> None:
 
 
 def test_thresholds_and_window_come_from_the_config() -> None:
-    cfg = parse_config({"moe": {"window": "10m", "alerts": {"imbalance": {"variance_threshold": 0.01}}}})
+    cfg = parse_config(
+        {
+            "moe": {
+                "models": ["tiny-moe"],
+                "window": "10m",
+                "min_expected_tokens_per_expert": 250,
+                "alerts": {"imbalance": {"variance_threshold": 0.01}},
+            }
+        }
+    )
     files = bundle_files.render(bundle.build(cfg))
-    imbalance = _alerts(files)["InfersightMoEExpertImbalance"]
-    assert imbalance["expr"].startswith("layer:infersight_moe_expert_load_share:variance_rate10m > 0.01\n")
-    assert "* 600 >= 100" in imbalance["expr"]  # expected tokens per expert over the 10m window
-    assert "[10m]" in files["recording_rules/moe.yaml"]
+    alerts = _alerts(files)
+    assert alerts["InfersightMoEExpertImbalance"]["expr"] == "layer:infersight_moe_layer_share_variance:max > 0.01"
+    assert "[10m]" in alerts["InfersightMoEExpertLoadAbsent"]["expr"]
+    rules = files["recording_rules/moe.yaml"]
+    assert rules.count(">= 250") == 4  # every judged figure: variance, max/mean, balancedness, dead experts
 
 
 @pytest.mark.parametrize(

@@ -27,7 +27,8 @@ MODEL = SERVED_NAMES["moe"]
 CFG = profile({"moe": {"models": [MODEL]}})
 SKEWED = (moe_alerts.IMBALANCE, moe_alerts.DEAD_EXPERT)
 # One repeated token and a single output token: prefill only, all on two experts per layer.
-# 128 tokens a second give each expert of a layer ~32 expected tokens/s, far over the gate.
+# 128 tokens a second give each expert of a layer ~32 expected tokens/s: about 480 in the
+# exporter's 15 s window (tests/exporters/moe/probe.WINDOW_S), far over the gate of 100.
 SKEW = {
     "name": "moe_dead_experts",
     "limits": {"max_duration": "2m", "max_requests": 200, "request_timeout": "30s"},
@@ -90,8 +91,8 @@ def test_skewed_routing_gets_imbalance_and_dead_expert_alerts_to_alertmanager(
     assert imbalance == {"alertname": moe_alerts.IMBALANCE, "layer": imbalance["layer"], **common}
     assert imbalance["layer"] in {"0", "1"}  # the tiny model's two MoE layers
     dead = received[moe_alerts.DEAD_EXPERT][-1]
-    assert dead == {"alertname": moe_alerts.DEAD_EXPERT, "layer": dead["layer"], "expert": dead["expert"], **common}
-    assert 0 <= int(dead["expert"]) < 8
+    assert dead == {"alertname": moe_alerts.DEAD_EXPERT, "layer": dead["layer"], **common}
+    assert dead["layer"] in {"0", "1"}
 
 
 def test_every_moe_dashboard_query_returns_data(observed: ObservedStack) -> None:

@@ -9,16 +9,31 @@ handle. Nothing is persisted between processes, so nothing can be counted twice.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from infersight import catalog
+from infersight.exporters.moe.balance import LayerBalance
 from infersight.exporters.moe.counting import LayerSnapshot
 
 EXPERT_TOKENS = catalog.get("infersight_moe_expert_tokens_total")
 LAYER_EXPERTS = catalog.get("infersight_moe_layer_experts")
 LAYER_TOP_K = catalog.get("infersight_moe_layer_top_k")
+WINDOW_SECONDS = catalog.get("infersight_moe_layer_window_seconds")
+WINDOW_TOKENS = catalog.get("infersight_moe_layer_window_tokens")
+SHARE_VARIANCE = catalog.get("infersight_moe_layer_share_variance")
+MAX_SHARE = catalog.get("infersight_moe_layer_max_share")
+DEAD_EXPERTS = catalog.get("infersight_moe_layer_dead_experts")
+
+
+@dataclass(frozen=True)
+class Exported:
+    """One sampler reading: every layer's totals and its balance over the window."""
+
+    totals: Sequence[LayerSnapshot]
+    balances: Sequence[LayerBalance]
 
 
 def _labels_in_catalog_order(metric: catalog.Metric, values: dict[str, str]) -> list[str]:
@@ -28,29 +43,53 @@ def _labels_in_catalog_order(metric: catalog.Metric, values: dict[str, str]) -> 
     return [values[label] for label in metric.labels]
 
 
-def render(snapshots: Sequence[LayerSnapshot], rank: str) -> list[Metric]:
-    """Metric families for ``snapshots`` (one entry per layer); empty families are still typed."""
+def _gauge(metric: catalog.Metric) -> GaugeMetricFamily:
+    return GaugeMetricFamily(metric.name, metric.help, labels=metric.labels)
+
+
+def render(snapshots: Sequence[LayerSnapshot], rank: str, balances: Sequence[LayerBalance] = ()) -> list[Metric]:
+    """Metric families for ``snapshots`` and ``balances`` (one entry per layer); empty families
+    are still typed."""
     # prometheus_client appends _total to counter names itself.
     tokens = CounterMetricFamily(
         EXPERT_TOKENS.name.removesuffix("_total"), EXPERT_TOKENS.help, labels=EXPERT_TOKENS.labels
     )
-    experts = GaugeMetricFamily(LAYER_EXPERTS.name, LAYER_EXPERTS.help, labels=LAYER_EXPERTS.labels)
-    top_k = GaugeMetricFamily(LAYER_TOP_K.name, LAYER_TOP_K.help, labels=LAYER_TOP_K.labels)
+    experts, top_k = _gauge(LAYER_EXPERTS), _gauge(LAYER_TOP_K)
     for snap in snapshots:
         layer = {"model_name": snap.key.model_name, "layer": snap.key.layer, "rank": rank}
         for expert, count in enumerate(snap.tokens):
             tokens.add_metric(_labels_in_catalog_order(EXPERT_TOKENS, {**layer, "expert": str(expert)}), float(count))
         experts.add_metric(_labels_in_catalog_order(LAYER_EXPERTS, layer), float(snap.num_experts))
         top_k.add_metric(_labels_in_catalog_order(LAYER_TOP_K, layer), float(snap.top_k))
-    return [tokens, experts, top_k]
+    return [tokens, experts, top_k, *_render_balances(balances, rank)]
+
+
+def _render_balances(balances: Sequence[LayerBalance], rank: str) -> list[Metric]:
+    span, routed, variance, max_share, dead = (
+        _gauge(m) for m in (WINDOW_SECONDS, WINDOW_TOKENS, SHARE_VARIANCE, MAX_SHARE, DEAD_EXPERTS)
+    )
+    for b in balances:
+        layer = {"model_name": b.key.model_name, "layer": b.key.layer, "rank": rank}
+        labels = _labels_in_catalog_order(WINDOW_SECONDS, layer)
+        span.add_metric(labels, round(b.span_s, 3))
+        routed.add_metric(labels, float(b.tokens))
+        if b.share_variance is not None and b.max_share is not None and b.dead_experts is not None:
+            variance.add_metric(labels, b.share_variance)
+            max_share.add_metric(labels, b.max_share)
+            dead.add_metric(labels, float(b.dead_experts))
+    return [span, routed, variance, max_share, dead]
 
 
 class ExpertLoadCollector(Collector):
     """Serves the sampler's latest totals; a scrape never touches the device."""
 
-    def __init__(self, latest: Callable[[], Sequence[LayerSnapshot] | None], rank: str):
+    def __init__(self, latest: Callable[[], Exported | None], rank: str):
         self._latest = latest
         self.rank = rank
 
     def collect(self) -> Iterator[Metric]:
-        yield from render(self._latest() or (), self.rank)
+        latest = self._latest()
+        if latest is None:
+            yield from render((), self.rank)
+        else:
+            yield from render(latest.totals, self.rank, latest.balances)

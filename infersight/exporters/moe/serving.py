@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import ssl
 import threading
+import time
 from collections.abc import Sequence
 
 from prometheus_client import CollectorRegistry
@@ -25,10 +26,11 @@ from prometheus_client import CollectorRegistry
 from infersight.exporters.common.health import ExporterHealth, Problem
 from infersight.exporters.common.sampler import BackgroundSampler
 from infersight.exporters.common.server import MetricsServer, ServeError, exposure_warnings
-from infersight.exporters.moe.counting import CounterSet, LayerSnapshot
+from infersight.exporters.moe.balance import BalanceWindow
+from infersight.exporters.moe.counting import CounterSet
 from infersight.exporters.moe.cpus import unpinned_threads
 from infersight.exporters.moe.logs import get_logger
-from infersight.exporters.moe.rendering import ExpertLoadCollector
+from infersight.exporters.moe.rendering import ExpertLoadCollector, Exported
 from infersight.exporters.moe.settings import Settings, SettingsError
 from infersight.exporters.moe.topology import RankInfo
 from infersight.exporters.moe.transfer import HostReader
@@ -48,8 +50,9 @@ class Runtime:
         self.pid = os.getpid()
         self.counters = CounterSet()
         self._reader = HostReader()
+        self._window = BalanceWindow(settings.window_s)  # touched by the sampler thread only
         self.health = ExporterHealth(EXPORTER, BACKEND, stale_after=max(10.0, 5 * settings.interval_s))
-        self.sampler: BackgroundSampler[list[LayerSnapshot]] = BackgroundSampler(
+        self.sampler: BackgroundSampler[Exported] = BackgroundSampler(
             "infersight-moe", self._collect, settings.interval_s, self.health
         )
         self.registry = CollectorRegistry(auto_describe=False)
@@ -58,8 +61,9 @@ class Runtime:
         self.port: int | None = None
         self._server: MetricsServer | None = None
 
-    def _collect(self) -> tuple[list[LayerSnapshot], Sequence[Problem]]:
-        return self.counters.totals(self._reader.read(self.counters.counters())), ()
+    def _collect(self) -> tuple[Exported, Sequence[Problem]]:
+        totals = self.counters.totals(self._reader.read(self.counters.counters()))
+        return Exported(totals, self._window.update(time.monotonic(), totals)), ()
 
     def start(self) -> Runtime:
         with unpinned_threads() as cpus:  # off the worker's compute cores (cpus.py)

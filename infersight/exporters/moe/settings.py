@@ -21,11 +21,14 @@ ENABLE_VAR = "INFERSIGHT_MOE_EXPORTER"
 PORT_VAR = "INFERSIGHT_MOE_EXPORTER_PORT"
 ADDR_VAR = "INFERSIGHT_MOE_EXPORTER_ADDR"
 INTERVAL_VAR = "INFERSIGHT_MOE_EXPORTER_INTERVAL"
+# The balance figures' window; the bundle's moe.window (5m by default) should be the same.
+WINDOW_VAR = "INFERSIGHT_MOE_EXPORTER_WINDOW"
 WEB_CONFIG_VAR = "INFERSIGHT_MOE_EXPORTER_WEB_CONFIG"  # exporter-toolkit web config: TLS, basic auth
 
 DEFAULT_PORT = 9836  # the GPU exporter has 9835; worker ranks on one host add their local rank
 DEFAULT_ADDR = LOOPBACK  # exposed only when asked, like the GPU exporter
 DEFAULT_INTERVAL_S = 1.0
+DEFAULT_WINDOW_S = 300.0
 
 T = TypeVar("T")
 _TRUE = frozenset({"1", "true", "yes", "on"})
@@ -42,6 +45,7 @@ class Settings:
     base_port: int = DEFAULT_PORT
     addr: str = DEFAULT_ADDR
     interval_s: float = DEFAULT_INTERVAL_S
+    window_s: float = DEFAULT_WINDOW_S
     web: WebConfig = field(default_factory=WebConfig)
 
     def port_for(self, local_rank: int) -> int:
@@ -93,14 +97,23 @@ def _addr(text: str) -> str:
         raise ValueError("is not an IP address; use e.g. 127.0.0.1, 0.0.0.0 (all interfaces) or ::") from None
 
 
-def _interval(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError("is not a number; use seconds, e.g. 1 or 0.5") from None
-    if not math.isfinite(value) or not 0.05 <= value <= 3600:
-        raise ValueError("is out of range; use 0.05 to 3600 seconds")
-    return value
+def _seconds(low: float, high: float, example: str) -> Callable[[str], float]:
+    """A parser of a number of seconds within [low, high]."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise ValueError(f"is not a number; use seconds, e.g. {example}") from None
+        if not math.isfinite(value) or not low <= value <= high:
+            raise ValueError(f"is out of range; use {low:g} to {high:g} seconds")
+        return value
+
+    return parse
+
+
+_interval = _seconds(0.05, 3600, "1 or 0.5")
+_window = _seconds(1, 86400, "300 (the bundle's moe.window)")
 
 
 def _web(text: str) -> WebConfig:
@@ -119,5 +132,6 @@ def from_env(env: Mapping[str, str]) -> Settings:
         base_port=_read(env, PORT_VAR, DEFAULT_PORT, _port),
         addr=_read(env, ADDR_VAR, DEFAULT_ADDR, _addr),
         interval_s=_read(env, INTERVAL_VAR, DEFAULT_INTERVAL_S, _interval),
+        window_s=_read(env, WINDOW_VAR, DEFAULT_WINDOW_S, _window),
         web=_read(env, WEB_CONFIG_VAR, WebConfig(), _web),
     )

@@ -22,11 +22,12 @@ from typing import Any, TypeVar
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from infersight.exporters.moe.settings import ENABLE_VAR, PORT_VAR
+from infersight.exporters.moe.settings import ENABLE_VAR, PORT_VAR, WINDOW_VAR
 from infersight.stack.ports import free_port
 from infersight.stack.process import http_get
 from infersight.stack.vllm_server import VLLMServer
 from tests.e2e.traffic import complete
+from tests.packs.e2e_support import profile
 
 EXPERT_TOKENS = "infersight_moe_expert_tokens_total"
 T = TypeVar("T")
@@ -41,8 +42,12 @@ def random_token_prompt(rng: random.Random, length: int = 48) -> list[int]:
     return [rng.choice(VOCAB) for _ in range(length)]
 
 
+# The exporter's balance window: the MoE pack's end-to-end profile (tests/packs/e2e_support), 5m / 20.
+WINDOW_S = profile().scaled(profile().moe.window).total_seconds
+
+
 def plugin_env(port: int) -> dict[str, str]:
-    return {ENABLE_VAR: "1", PORT_VAR: str(port)}
+    return {ENABLE_VAR: "1", PORT_VAR: str(port), WINDOW_VAR: format(WINDOW_S, "g")}
 
 
 # Test instrumentation, not part of the plugin: every Python process vLLM starts imports this

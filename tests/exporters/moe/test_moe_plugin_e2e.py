@@ -157,11 +157,11 @@ def test_one_repeated_token_concentrates_load_varied_prompts_spread_it(plugged_m
 
 
 def test_imbalance_recording_rule_shows_the_difference(plugged_moe: probe.PluggedVLLM, prometheus: Prometheus) -> None:
-    rule = moe_rules.max_over_mean(CFG)
+    rule = moe_rules.MAX_OVER_MEAN
     expr = f"{rule}{promql.braces([promql.label_matcher('model_name', '=', MODEL)])}"
-    # A full rate window of one kind of traffic, plus two scrapes and two evaluations.
+    # A full exporter window of one kind of traffic, plus two scrapes and two evaluations.
     phase = (
-        CFG.scaled(CFG.moe.window).total_seconds
+        probe.WINDOW_S
         + 2 * Duration.parse(EXPORTER_SCRAPE).total_seconds
         + 2 * CFG.scaled(CFG.intervals.evaluation).total_seconds
     )

@@ -6,18 +6,31 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from infersight import catalog
+from infersight.exporters.moe.balance import LayerBalance
 from infersight.exporters.moe.counting import LayerKey, LayerSnapshot
-from infersight.exporters.moe.rendering import ExpertLoadCollector
+from infersight.exporters.moe.rendering import ExpertLoadCollector, Exported
 
 SNAPSHOTS = [
     LayerSnapshot(LayerKey("tiny-moe", "0"), (5, 0, 3), top_k=2),
     LayerSnapshot(LayerKey("tiny-moe", "1"), (1, 1, 6), top_k=2),
 ]
+BALANCES = [
+    LayerBalance(LayerKey("tiny-moe", "0"), 300.0, 8, 0.0417, 0.625, 1),
+    LayerBalance(LayerKey("tiny-moe", "1"), 300.0, 0, None, None, None),  # routed nothing in the window
+]
+BALANCE_GAUGES = (
+    "infersight_moe_layer_window_seconds",
+    "infersight_moe_layer_window_tokens",
+    "infersight_moe_layer_share_variance",
+    "infersight_moe_layer_max_share",
+    "infersight_moe_layer_dead_experts",
+)
 
 
-def scrape(snapshots: list[LayerSnapshot] | None, rank: str = "3") -> str:
+def scrape(snapshots: list[LayerSnapshot] | None, rank: str = "3", balances: list[LayerBalance] = BALANCES) -> str:
+    exported = None if snapshots is None else Exported(snapshots, balances)
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(ExpertLoadCollector(lambda: snapshots, rank))
+    registry.register(ExpertLoadCollector(lambda: exported, rank))
     return generate_latest(registry).decode()
 
 
@@ -37,7 +50,11 @@ def test_expert_tokens_counter_matches_the_catalog() -> None:
 
 
 def test_layer_gauges() -> None:
-    got = {(name, labels["layer"]): v for name, labels, v in samples(scrape(SNAPSHOTS)) if "layer_" in name}
+    got = {
+        (name, labels["layer"]): v
+        for name, labels, v in samples(scrape(SNAPSHOTS, balances=[]))
+        if name in ("infersight_moe_layer_experts", "infersight_moe_layer_top_k")
+    }
     assert got == {
         ("infersight_moe_layer_experts", "0"): 3.0,
         ("infersight_moe_layer_experts", "1"): 3.0,
@@ -56,3 +73,18 @@ def test_every_series_appears_once_and_only_catalogued_names() -> None:
 
 def test_nothing_sampled_yet_renders_no_series() -> None:
     assert samples(scrape(None)) == []
+
+
+def test_balance_gauges_per_layer_and_no_shares_for_a_layer_without_tokens() -> None:
+    got = {(name, labels["layer"]): v for name, labels, v in samples(scrape(SNAPSHOTS)) if name in BALANCE_GAUGES}
+    assert got == {
+        ("infersight_moe_layer_window_seconds", "0"): 300.0,
+        ("infersight_moe_layer_window_tokens", "0"): 8.0,
+        ("infersight_moe_layer_share_variance", "0"): 0.0417,
+        ("infersight_moe_layer_max_share", "0"): 0.625,
+        ("infersight_moe_layer_dead_experts", "0"): 1.0,
+        ("infersight_moe_layer_window_seconds", "1"): 300.0,
+        ("infersight_moe_layer_window_tokens", "1"): 0.0,
+    }
+    for name in BALANCE_GAUGES:
+        assert catalog.get(name).labels == ("model_name", "layer", "rank")

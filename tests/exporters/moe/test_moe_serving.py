@@ -57,6 +57,32 @@ def test_counts_reach_the_endpoint(runtime: serving.Runtime) -> None:
     assert b'backend="device-counter"' in body
 
 
+def layer_gauges(url: str) -> dict[str, float]:
+    _, body = http_get(url)
+    return {
+        s.name: s.value
+        for f in text_string_to_metric_families(body.decode())
+        for s in f.samples
+        if s.name.startswith("infersight_moe_layer_")
+    }
+
+
+def test_balance_over_the_window_reaches_the_endpoint(runtime: serving.Runtime) -> None:
+    counter = LayerCounter(4, 2, "cpu", 8)
+    runtime.counters.register(LayerKey("m", "0"), counter)
+    url = f"http://127.0.0.1:{runtime.port}/metrics"
+    wait_until(lambda: "infersight_moe_layer_window_tokens" in layer_gauges(url), timeout=10, what="a first reading")
+    counter.add(torch.tensor([[0, 3], [3, 1]]))  # within the window: tokens 1, 1, 0, 2 of 4
+    wait_until(
+        lambda: layer_gauges(url).get("infersight_moe_layer_window_tokens") == 4.0, timeout=10, what="the window"
+    )
+    got = layer_gauges(url)
+    assert got["infersight_moe_layer_dead_experts"] == 1.0
+    assert got["infersight_moe_layer_max_share"] == 0.5
+    assert got["infersight_moe_layer_share_variance"] == pytest.approx((0 + 0 + 0.25**2 + 0.25**2) / 4)
+    assert 0 < got["infersight_moe_layer_window_seconds"] <= 300
+
+
 def test_port_in_use_is_logged_and_counting_goes_on(caplog: pytest.LogCaptureFixture) -> None:
     # Attached directly: once vLLM is imported its "vllm" logger stops propagating to the root.
     logging.getLogger("vllm.infersight_moe").addHandler(caplog.handler)

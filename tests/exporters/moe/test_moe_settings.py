@@ -13,6 +13,7 @@ from infersight.exporters.moe.settings import (
     INTERVAL_VAR,
     PORT_VAR,
     WEB_CONFIG_VAR,
+    WINDOW_VAR,
     Settings,
     SettingsError,
     from_env,
@@ -33,12 +34,13 @@ def test_unset_is_off() -> None:
 def test_on_values_enable_with_defaults(value: str) -> None:
     s = from_env({ENABLE_VAR: value})
     assert s.enabled and s.base_port == DEFAULT_PORT and s.addr == "127.0.0.1" and s.interval_s == 1.0
+    assert s.window_s == 300.0  # the bundle's default moe.window
     assert s.web.basic_auth_users == {} and s.web.tls is None
 
 
 def test_values_are_read() -> None:
-    s = from_env({ENABLE_VAR: "1", PORT_VAR: "9900", ADDR_VAR: "0.0.0.0", INTERVAL_VAR: "0.5"})
-    assert (s.base_port, s.addr, s.interval_s) == (9900, "0.0.0.0", 0.5)
+    s = from_env({ENABLE_VAR: "1", PORT_VAR: "9900", ADDR_VAR: "0.0.0.0", INTERVAL_VAR: "0.5", WINDOW_VAR: "60"})
+    assert (s.base_port, s.addr, s.interval_s, s.window_s) == (9900, "0.0.0.0", 0.5, 60.0)
     assert s.port_for(3) == 9903
 
 
@@ -53,6 +55,9 @@ def test_values_are_read() -> None:
         (INTERVAL_VAR, "soon", "is not a number"),
         (INTERVAL_VAR, "0", "out of range; use 0.05 to 3600 seconds"),
         (INTERVAL_VAR, "nan", "out of range"),
+        (WINDOW_VAR, "5m", "is not a number; use seconds"),
+        (WINDOW_VAR, "0.5", "out of range; use 1 to 86400 seconds"),
+        (WINDOW_VAR, "inf", "out of range"),
     ],
 )
 def test_bad_values_name_the_variable_the_value_and_what_is_allowed(var: str, value: str, message: str) -> None:

@@ -4990,7 +4990,7 @@ local f = import 'lib/format.libsonnet';
           },
           "id": 1,
           "panels": [],
-          "title": "Load balance",
+          "title": "Load balance per layer (worst rank, over the MoE exporter's window)",
           "type": "row",
         },
         {
@@ -4998,7 +4998,291 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Each row is one expert of one layer; colour is its share of the layer's routed tokens over 5m. Uniform routing gives every expert 1/E; a hot row stands out, a dead one is blank.",
+          "description": "Variance of per-expert load shares within each layer, the expert activation rate variance (alert threshold " + f.repr($._config["moe.alerts.imbalance.variance_threshold"]) + "). Layers that routed too few tokens in the window to judge are left out.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 0,
+            "y": 1,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "layer:infersight_moe_layer_share_variance:max{job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}",
+              "legendFormat": "{{model_name}} L{{layer}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Share variance per layer",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 2,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Busiest expert's tokens over the layer's mean (max/mean); the batch step waits for it. Layers that routed too few tokens in the window to judge are left out.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 12,
+            "y": 1,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "layer:infersight_moe_layer_max_share:max_over_mean{job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}",
+              "legendFormat": "{{model_name}} L{{layer}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Hot-expert factor per layer",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 3,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "vLLM's EPLB balancedness: mean over max tokens per expert; 1 is perfectly balanced. Layers that routed too few tokens in the window to judge are left out.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "max": 1,
+              "min": 0,
+              "unit": "percentunit",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 0,
+            "y": 9,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "layer:infersight_moe_layer_max_share:balancedness{job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}",
+              "legendFormat": "{{model_name}} L{{layer}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Balancedness per layer",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 4,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Experts that received no tokens in the window while their layer had traffic. Layers that routed too few tokens in the window to judge are left out.",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 12,
+            "y": 9,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "layer:infersight_moe_layer_dead_experts:max{job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}",
+              "legendFormat": "{{model_name}} L{{layer}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Dead experts per layer",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 5,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Expert-token counts per second in each layer, summed over ranks (top-k routing counts a token once per chosen expert).",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 0,
+            "y": 17,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "layer:infersight_moe_layer_window_tokens:rate{job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}",
+              "legendFormat": "{{model_name}} L{{layer}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Routed tokens/s per layer",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 6,
+        },
+        {
+          "collapsed": false,
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 25,
+          },
+          "id": 7,
+          "panels": [],
+          "title": "Experts",
+          "type": "row",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Each row is one expert of one layer; colour is its share of the layer's routed tokens. Uniform routing gives every expert 1/E; a hot row stands out, a dead one is blank. Read from the per-expert counters when the dashboard opens; narrow model and layer on a large fleet.",
           "fieldConfig": {
             "defaults": {
               "custom": {},
@@ -5010,7 +5294,7 @@ local f = import 'lib/format.libsonnet';
             "h": 12,
             "w": 24,
             "x": 0,
-            "y": 1,
+            "y": 26,
           },
           "options": {
             "calculate": false,
@@ -5058,7 +5342,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "expert:infersight_moe_expert_tokens:rate5m{job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}\n/ on (job, model_name, layer) group_left\nlayer:infersight_moe_expert_tokens:rate5m{job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}",
+              "expr": "sum by (job, model_name, layer, expert) (rate(infersight_moe_expert_tokens_total{" + f.matchers($._config["selectors.moe_exporter"]) + ", job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}[$__rate_interval]))\n/ on (job, model_name, layer) group_left\nsum by (job, model_name, layer) (sum by (job, model_name, layer, expert) (rate(infersight_moe_expert_tokens_total{" + f.matchers($._config["selectors.moe_exporter"]) + ", job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}[$__rate_interval])))",
               "legendFormat": "L{{layer}} E{{expert}}",
               "refId": "A",
             },
@@ -5066,244 +5350,14 @@ local f = import 'lib/format.libsonnet';
           "title": "Load share, layer x expert",
           "transparent": false,
           "type": "heatmap",
-          "id": 2,
+          "id": 8,
         },
         {
           "datasource": {
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Variance of per-expert load shares within each layer, the expert activation rate variance (alert threshold " + f.repr($._config["moe.alerts.imbalance.variance_threshold"]) + ").",
-          "fieldConfig": {
-            "defaults": {
-              "custom": {
-                "fillOpacity": 10,
-              },
-              "min": 0,
-              "unit": "short",
-            },
-            "overrides": [],
-          },
-          "gridPos": {
-            "h": 8,
-            "w": 12,
-            "x": 0,
-            "y": 13,
-          },
-          "options": {
-            "legend": {
-              "calcs": [
-                "lastNotNull",
-                "max",
-              ],
-              "displayMode": "table",
-              "placement": "bottom",
-              "showLegend": true,
-            },
-            "tooltip": {
-              "mode": "single",
-              "sort": "asc",
-            },
-          },
-          "repeatDirection": "h",
-          "targets": [
-            {
-              "datasource": {
-                "type": "prometheus",
-                "uid": "${datasource}",
-              },
-              "expr": "layer:infersight_moe_expert_load_share:variance_rate5m{job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}",
-              "legendFormat": "{{model_name}} L{{layer}}",
-              "refId": "A",
-            },
-          ],
-          "title": "Share variance per layer",
-          "transparent": false,
-          "type": "timeseries",
-          "id": 3,
-        },
-        {
-          "datasource": {
-            "type": "prometheus",
-            "uid": "${datasource}",
-          },
-          "description": "Standard deviation over mean of tokens per expert; 0 is perfectly balanced.",
-          "fieldConfig": {
-            "defaults": {
-              "custom": {
-                "fillOpacity": 10,
-              },
-              "min": 0,
-              "unit": "short",
-            },
-            "overrides": [],
-          },
-          "gridPos": {
-            "h": 8,
-            "w": 12,
-            "x": 12,
-            "y": 13,
-          },
-          "options": {
-            "legend": {
-              "calcs": [
-                "lastNotNull",
-                "max",
-              ],
-              "displayMode": "table",
-              "placement": "bottom",
-              "showLegend": true,
-            },
-            "tooltip": {
-              "mode": "single",
-              "sort": "asc",
-            },
-          },
-          "repeatDirection": "h",
-          "targets": [
-            {
-              "datasource": {
-                "type": "prometheus",
-                "uid": "${datasource}",
-              },
-              "expr": "layer:infersight_moe_expert_load:cv_rate5m{job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}",
-              "legendFormat": "{{model_name}} L{{layer}}",
-              "refId": "A",
-            },
-          ],
-          "title": "Coefficient of variation per layer",
-          "transparent": false,
-          "type": "timeseries",
-          "id": 4,
-        },
-        {
-          "datasource": {
-            "type": "prometheus",
-            "uid": "${datasource}",
-          },
-          "description": "Busiest expert's tokens over the layer's mean (max/mean); the batch step waits for it.",
-          "fieldConfig": {
-            "defaults": {
-              "custom": {
-                "fillOpacity": 10,
-              },
-              "min": 0,
-              "unit": "short",
-            },
-            "overrides": [],
-          },
-          "gridPos": {
-            "h": 8,
-            "w": 12,
-            "x": 0,
-            "y": 21,
-          },
-          "options": {
-            "legend": {
-              "calcs": [
-                "lastNotNull",
-                "max",
-              ],
-              "displayMode": "table",
-              "placement": "bottom",
-              "showLegend": true,
-            },
-            "tooltip": {
-              "mode": "single",
-              "sort": "asc",
-            },
-          },
-          "repeatDirection": "h",
-          "targets": [
-            {
-              "datasource": {
-                "type": "prometheus",
-                "uid": "${datasource}",
-              },
-              "expr": "layer:infersight_moe_expert_load:max_over_mean_rate5m{job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}",
-              "legendFormat": "{{model_name}} L{{layer}}",
-              "refId": "A",
-            },
-          ],
-          "title": "Hot-expert factor per layer",
-          "transparent": false,
-          "type": "timeseries",
-          "id": 5,
-        },
-        {
-          "datasource": {
-            "type": "prometheus",
-            "uid": "${datasource}",
-          },
-          "description": "vLLM's EPLB balancedness: mean over max tokens per expert; 1 is perfectly balanced.",
-          "fieldConfig": {
-            "defaults": {
-              "custom": {
-                "fillOpacity": 10,
-              },
-              "max": 1,
-              "min": 0,
-              "unit": "percentunit",
-            },
-            "overrides": [],
-          },
-          "gridPos": {
-            "h": 8,
-            "w": 12,
-            "x": 12,
-            "y": 21,
-          },
-          "options": {
-            "legend": {
-              "calcs": [
-                "lastNotNull",
-                "max",
-              ],
-              "displayMode": "table",
-              "placement": "bottom",
-              "showLegend": true,
-            },
-            "tooltip": {
-              "mode": "single",
-              "sort": "asc",
-            },
-          },
-          "repeatDirection": "h",
-          "targets": [
-            {
-              "datasource": {
-                "type": "prometheus",
-                "uid": "${datasource}",
-              },
-              "expr": "layer:infersight_moe_expert_load:balancedness_rate5m{job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}",
-              "legendFormat": "{{model_name}} L{{layer}}",
-              "refId": "A",
-            },
-          ],
-          "title": "Balancedness per layer",
-          "transparent": false,
-          "type": "timeseries",
-          "id": 6,
-        },
-        {
-          "collapsed": false,
-          "gridPos": {
-            "h": 1,
-            "w": 24,
-            "x": 0,
-            "y": 29,
-          },
-          "id": 7,
-          "panels": [],
-          "title": "Experts",
-          "type": "row",
-        },
-        {
-          "datasource": {
-            "type": "prometheus",
-            "uid": "${datasource}",
-          },
-          "description": "Experts with the highest load relative to their layer's mean over 5m (1 = fair share).",
+          "description": "Experts with the highest load relative to their layer's mean (1 = fair share). Read from the per-expert counters when the dashboard opens; narrow model and layer on a large fleet.",
           "fieldConfig": {
             "defaults": {
               "decimals": 2,
@@ -5332,7 +5386,7 @@ local f = import 'lib/format.libsonnet';
             "h": 6,
             "w": 24,
             "x": 0,
-            "y": 30,
+            "y": 38,
           },
           "options": {
             "colorMode": "value",
@@ -5357,7 +5411,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "topk(10, expert:infersight_moe_expert_tokens:rate5m{job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}\n/ on (job, model_name, layer) group_left\nlayer:infersight_moe_expert_tokens:mean_rate5m{job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"})",
+              "expr": "topk(10, sum by (job, model_name, layer, expert) (rate(infersight_moe_expert_tokens_total{" + f.matchers($._config["selectors.moe_exporter"]) + ", job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}[$__rate_interval]))\n/ on (job, model_name, layer) group_left\navg by (job, model_name, layer) (sum by (job, model_name, layer, expert) (rate(infersight_moe_expert_tokens_total{" + f.matchers($._config["selectors.moe_exporter"]) + ", job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}[$__rate_interval]))))",
               "instant": true,
               "legendFormat": "{{model_name}} L{{layer}} E{{expert}}",
               "range": false,
@@ -5367,14 +5421,14 @@ local f = import 'lib/format.libsonnet';
           "title": "Top 10 hot experts",
           "transparent": false,
           "type": "stat",
-          "id": 8,
+          "id": 9,
         },
         {
           "datasource": {
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Tokens routed to each expert per second (top-k routing counts a token once per chosen expert).",
+          "description": "Tokens routed to each expert per second (top-k routing counts a token once per chosen expert). Read from the per-expert counters when the dashboard opens; narrow model and layer on a large fleet.",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -5389,7 +5443,7 @@ local f = import 'lib/format.libsonnet';
             "h": 10,
             "w": 24,
             "x": 0,
-            "y": 36,
+            "y": 44,
           },
           "options": {
             "legend": {
@@ -5413,7 +5467,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "expert:infersight_moe_expert_tokens:rate5m{job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}",
+              "expr": "sum by (job, model_name, layer, expert) (rate(infersight_moe_expert_tokens_total{" + f.matchers($._config["selectors.moe_exporter"]) + ", job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}[$__rate_interval]))",
               "legendFormat": "{{model_name}} L{{layer}} E{{expert}}",
               "refId": "A",
             },
@@ -5421,7 +5475,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Tokens/s per expert",
           "transparent": false,
           "type": "timeseries",
-          "id": 9,
+          "id": 10,
         },
       ],
       "refresh": "30s",
@@ -5469,12 +5523,12 @@ local f = import 'lib/format.libsonnet';
               "type": "prometheus",
               "uid": "${datasource}",
             },
-            "definition": "label_values(expert:infersight_moe_expert_tokens:rate5m, job)",
+            "definition": "label_values(layer:infersight_moe_layer_window_tokens:rate, job)",
             "includeAll": true,
             "label": "job",
             "multi": true,
             "name": "job",
-            "query": "label_values(expert:infersight_moe_expert_tokens:rate5m, job)",
+            "query": "label_values(layer:infersight_moe_layer_window_tokens:rate, job)",
             "refresh": 2,
             "skipUrlSync": false,
             "sort": 1,
@@ -5499,12 +5553,12 @@ local f = import 'lib/format.libsonnet';
               "type": "prometheus",
               "uid": "${datasource}",
             },
-            "definition": "label_values(expert:infersight_moe_expert_tokens:rate5m{job=~\"$job\"}, model_name)",
+            "definition": "label_values(layer:infersight_moe_layer_window_tokens:rate{job=~\"$job\"}, model_name)",
             "includeAll": true,
             "label": "model_name",
             "multi": true,
             "name": "model_name",
-            "query": "label_values(expert:infersight_moe_expert_tokens:rate5m{job=~\"$job\"}, model_name)",
+            "query": "label_values(layer:infersight_moe_layer_window_tokens:rate{job=~\"$job\"}, model_name)",
             "refresh": 2,
             "skipUrlSync": false,
             "sort": 1,
@@ -5529,12 +5583,12 @@ local f = import 'lib/format.libsonnet';
               "type": "prometheus",
               "uid": "${datasource}",
             },
-            "definition": "label_values(expert:infersight_moe_expert_tokens:rate5m{job=~\"$job\", model_name=~\"$model_name\"}, layer)",
+            "definition": "label_values(layer:infersight_moe_layer_window_tokens:rate{job=~\"$job\", model_name=~\"$model_name\"}, layer)",
             "includeAll": true,
             "label": "layer",
             "multi": true,
             "name": "layer",
-            "query": "label_values(expert:infersight_moe_expert_tokens:rate5m{job=~\"$job\", model_name=~\"$model_name\"}, layer)",
+            "query": "label_values(layer:infersight_moe_layer_window_tokens:rate{job=~\"$job\", model_name=~\"$model_name\"}, layer)",
             "refresh": 2,
             "skipUrlSync": false,
             "sort": 1,

@@ -332,7 +332,7 @@ local f = import 'lib/format.libsonnet';
         "rules": [
           {
             "alert": "InfersightMoEExpertImbalance",
-            "expr": "layer:infersight_moe_expert_load_share:variance_rate5m > " + f.repr($._config["moe.alerts.imbalance.variance_threshold"]) + "\nand on (job, model_name, layer)\nlayer:infersight_moe_expert_tokens:mean_rate5m * 300 >= " + f.g6($._config["moe.min_expected_tokens_per_expert"]),
+            "expr": "layer:infersight_moe_layer_share_variance:max > " + f.repr($._config["moe.alerts.imbalance.variance_threshold"]),
             "for": f.duration($._config["moe.alerts.imbalance.for"]),
             "labels": {
               "component": "moe",
@@ -340,27 +340,27 @@ local f = import 'lib/format.libsonnet';
             },
             "annotations": {
               "summary": "Tokens are persistently routed unevenly across the experts of an MoE layer.",
-              "description": "Layer {{ $labels.layer }} of {{ $labels.model_name }} (job {{ $labels.job }}): the variance of per-expert load shares is {{ $value | printf \"%.4f\" }} over 5m (threshold " + f.repr($._config["moe.alerts.imbalance.variance_threshold"]) + "); hot experts slow every step of the batch.",
+              "description": "Layer {{ $labels.layer }} of {{ $labels.model_name }} (job {{ $labels.job }}): the variance of per-expert load shares is {{ $value | printf \"%.4f\" }} over the MoE exporter's window (threshold " + f.repr($._config["moe.alerts.imbalance.variance_threshold"]) + ", worst rank); hot experts slow every step of the batch.",
               "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightmoeexpertimbalance",
             },
           },
           {
             "alert": "InfersightMoEDeadExpert",
-            "expr": "expert:infersight_moe_expert_tokens:rate5m == 0\nand on (job, model_name, layer)\nlayer:infersight_moe_expert_tokens:mean_rate5m * 300 >= " + f.g6($._config["moe.min_expected_tokens_per_expert"]),
+            "expr": "layer:infersight_moe_layer_dead_experts:max > 0",
             "for": f.duration($._config["moe.alerts.dead_expert.for"]),
             "labels": {
               "component": "moe",
               "severity": "warning",
             },
             "annotations": {
-              "summary": "An MoE expert receives no tokens while its layer has traffic.",
-              "description": "Expert {{ $labels.expert }} of layer {{ $labels.layer }} ({{ $labels.model_name }}, job {{ $labels.job }}) received no tokens in 5m while the layer's other experts did.",
+              "summary": "MoE experts receive no tokens while their layer has traffic.",
+              "description": "{{ $value }} expert(s) of layer {{ $labels.layer }} ({{ $labels.model_name }}, job {{ $labels.job }}) received no tokens in the MoE exporter's window while the layer's other experts did (worst rank); the MoE dashboard's per-expert panels name them.",
               "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightmoedeadexpert",
             },
           },
           {
             "alert": "InfersightMoEExpertLoadAbsent",
-            "expr": "group by (model_name) (vllm:num_requests_running{" + f.matchers($._config["selectors.vllm"]) + ", model_name=~\"tiny-moe\"})\nunless on (model_name)\ngroup by (model_name) (present_over_time(infersight_moe_expert_tokens_total{" + f.matchers($._config["selectors.moe_exporter"]) + "}[5m]))",
+            "expr": "group by (model_name) (vllm:num_requests_running{" + f.matchers($._config["selectors.vllm"]) + ", model_name=~\"tiny-moe\"})\nunless on (model_name)\ngroup by (model_name) (present_over_time(infersight_moe_layer_experts{" + f.matchers($._config["selectors.moe_exporter"]) + "}[" + f.duration($._config["moe.window"]) + "]))",
             "for": f.duration($._config["moe.alerts.metrics_absent.for"]),
             "labels": {
               "component": "moe",

@@ -515,20 +515,12 @@ local f = import 'lib/format.libsonnet';
         "interval": "1s",
         "rules": [
           {
-            "record": "expert:infersight_moe_expert_tokens:rate5m",
-            "expr": "sum by (job, model_name, layer, expert) (rate(infersight_moe_expert_tokens_total{" + f.matchers($._config["selectors.moe_exporter"]) + "}[5s]))",
+            "record": "layer:infersight_moe_layer_share_variance:max",
+            "expr": "max by (job, model_name, layer) (infersight_moe_layer_share_variance{" + f.matchers($._config["selectors.moe_exporter"]) + "}\nand\n(infersight_moe_layer_window_tokens{" + f.matchers($._config["selectors.moe_exporter"]) + "}\n/\ninfersight_moe_layer_experts{" + f.matchers($._config["selectors.moe_exporter"]) + "}\n>= " + f.g6($._config["moe.min_expected_tokens_per_expert"]) + "))",
           },
           {
-            "record": "layer:infersight_moe_expert_tokens:rate5m",
-            "expr": "sum by (job, model_name, layer) (expert:infersight_moe_expert_tokens:rate5m)",
-          },
-          {
-            "record": "layer:infersight_moe_expert_tokens:mean_rate5m",
-            "expr": "avg by (job, model_name, layer) (expert:infersight_moe_expert_tokens:rate5m)",
-          },
-          {
-            "record": "layer:infersight_moe_expert_load_share:variance_rate5m",
-            "expr": "stdvar by (job, model_name, layer) (expert:infersight_moe_expert_tokens:rate5m\n/ on (job, model_name, layer) group_left\nlayer:infersight_moe_expert_tokens:rate5m)",
+            "record": "layer:infersight_moe_layer_dead_experts:max",
+            "expr": "max by (job, model_name, layer) (infersight_moe_layer_dead_experts{" + f.matchers($._config["selectors.moe_exporter"]) + "}\nand\n(infersight_moe_layer_window_tokens{" + f.matchers($._config["selectors.moe_exporter"]) + "}\n/\ninfersight_moe_layer_experts{" + f.matchers($._config["selectors.moe_exporter"]) + "}\n>= " + f.g6($._config["moe.min_expected_tokens_per_expert"]) + "))",
           },
         ],
       },
@@ -537,16 +529,16 @@ local f = import 'lib/format.libsonnet';
         "interval": "2s",
         "rules": [
           {
-            "record": "layer:infersight_moe_expert_load:cv_rate5m",
-            "expr": "stddev by (job, model_name, layer) (expert:infersight_moe_expert_tokens:rate5m)\n/\nlayer:infersight_moe_expert_tokens:mean_rate5m",
+            "record": "layer:infersight_moe_layer_window_tokens:rate",
+            "expr": "sum by (job, model_name, layer) (infersight_moe_layer_window_tokens{" + f.matchers($._config["selectors.moe_exporter"]) + "}\n/\ninfersight_moe_layer_window_seconds{" + f.matchers($._config["selectors.moe_exporter"]) + "})",
           },
           {
-            "record": "layer:infersight_moe_expert_load:max_over_mean_rate5m",
-            "expr": "max by (job, model_name, layer) (expert:infersight_moe_expert_tokens:rate5m)\n/\nlayer:infersight_moe_expert_tokens:mean_rate5m",
+            "record": "layer:infersight_moe_layer_max_share:max_over_mean",
+            "expr": "max by (job, model_name, layer) (infersight_moe_layer_max_share{" + f.matchers($._config["selectors.moe_exporter"]) + "} * infersight_moe_layer_experts{" + f.matchers($._config["selectors.moe_exporter"]) + "}\nand\n(infersight_moe_layer_window_tokens{" + f.matchers($._config["selectors.moe_exporter"]) + "}\n/\ninfersight_moe_layer_experts{" + f.matchers($._config["selectors.moe_exporter"]) + "}\n>= " + f.g6($._config["moe.min_expected_tokens_per_expert"]) + "))",
           },
           {
-            "record": "layer:infersight_moe_expert_load:balancedness_rate5m",
-            "expr": "layer:infersight_moe_expert_tokens:mean_rate5m\n/\nmax by (job, model_name, layer) (expert:infersight_moe_expert_tokens:rate5m)",
+            "record": "layer:infersight_moe_layer_max_share:balancedness",
+            "expr": "min by (job, model_name, layer) (1 / (infersight_moe_layer_max_share{" + f.matchers($._config["selectors.moe_exporter"]) + "} * infersight_moe_layer_experts{" + f.matchers($._config["selectors.moe_exporter"]) + "})\nand\n(infersight_moe_layer_window_tokens{" + f.matchers($._config["selectors.moe_exporter"]) + "}\n/\ninfersight_moe_layer_experts{" + f.matchers($._config["selectors.moe_exporter"]) + "}\n>= " + f.g6($._config["moe.min_expected_tokens_per_expert"]) + "))",
           },
         ],
       },
