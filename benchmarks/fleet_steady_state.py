@@ -96,8 +96,8 @@ def measure_twice(
     with FleetStack(workdir, load_config(None), files, args.engines, args.models) as stack:
         started = time.monotonic()
         for label, at in (("early", args.early), ("steady", args.late)):
-            window = args.window.total_seconds()
-            time.sleep(max(0.0, at.total_seconds() - window - (time.monotonic() - started)))
+            window = args.window.total_seconds
+            time.sleep(max(0.0, at.total_seconds - window - (time.monotonic() - started)))
             times = rule_times(stack.api, window)
             points.append(Point(f"{label} ({at})", times.groups(), expression_times(stack.api, exprs)))
             print(f"measured {label}", flush=True)
