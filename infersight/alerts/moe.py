@@ -21,11 +21,12 @@ def _imbalance(cfg: Config) -> Alert:
         "moe",
         IMBALANCE,
         a,
-        f"{moe_rules.SHARE_VARIANCE_MAX} > {num(a.variance_threshold)}",
+        f"{moe_rules.SHARE_VARIANCE_AVG} > {num(a.variance_threshold)}",
         "Tokens are persistently routed unevenly across the experts of an MoE layer.",
         "Layer {{ $labels.layer }} of {{ $labels.model_name }} (job {{ $labels.job }}): the variance of "
         'per-expert load shares is {{ $value | printf "%.4f" }} over the MoE exporter\'s window '
-        f"(threshold {num(a.variance_threshold)}, worst rank); hot experts slow every step of the batch.",
+        f"(threshold {num(a.variance_threshold)}, the ranks' mean weighted by their tokens); hot experts slow "
+        "every step of the batch.",
     )
 
 
@@ -36,10 +37,10 @@ def _dead_expert(cfg: Config) -> Alert:
         "moe",
         DEAD_EXPERT,
         a,
-        f"{moe_rules.DEAD_EXPERTS_MAX} > 0",
+        f"{moe_rules.DEAD_EXPERTS_MIN} > 0",
         "MoE experts receive no tokens while their layer has traffic.",
         "{{ $value }} expert(s) of layer {{ $labels.layer }} ({{ $labels.model_name }}, job {{ $labels.job }}) "
-        "received no tokens in the MoE exporter's window while the layer's other experts did (worst rank); "
+        "received no tokens in the MoE exporter's window on every rank that routed enough to judge; "
         "the MoE dashboard's per-expert panels name them.",
     )
 
@@ -47,10 +48,12 @@ def _dead_expert(cfg: Config) -> Alert:
 def _absent(cfg: Config) -> Alert:
     """Only models listed in moe.models: a dense model has no expert load and must stay quiet.
     A model that is not served at all is the serving alerts' business, so vLLM must expose it.
-    Expert load counts as present if any sample of the per-layer expert count arrived within
+    Expert load counts as present if any sample of a layer's window tokens arrived within
     ``moe.window``: one scrape of the plugin's port that times out under load writes stale
     markers, and must not start the alert while the exporter still answers. (One series per
-    layer, not the per-expert counters: the alert reads little at fleet size.)"""
+    layer, not the per-expert counters: the alert reads little at fleet size.) A plugin older
+    than the balance gauges sends only counters and expert counts, which the other MoE alerts
+    cannot read: it counts as absent."""
     a = cfg.moe.alerts.metrics_absent
     models = promql.label_matcher("model_name", "=~", promql.alternation(cfg.moe.models))
     served = promql.agg(
@@ -59,7 +62,7 @@ def _absent(cfg: Config) -> Alert:
     exported = promql.agg(
         "group",
         ("model_name",),
-        promql.over_time("present", promql.series(moe_rules.EXPERTS, cfg.selectors.moe_exporter), cfg.moe.window),
+        promql.over_time("present", promql.series(moe_rules.WINDOW_TOKENS, cfg.selectors.moe_exporter), cfg.moe.window),
     )
     return tuned_alert(
         cfg,
@@ -69,7 +72,8 @@ def _absent(cfg: Config) -> Alert:
         f"{served}\nunless on (model_name)\n{exported}",
         "An MoE model is served but no expert-load metrics arrive for it.",
         "{{ $labels.model_name }} is configured as MoE and served by vLLM, but Prometheus has no expert-load "
-        "series for it: the infersight MoE plugin is not loaded in vLLM, or its exporter is not scraped.",
+        "balance series for it: the infersight MoE plugin is not loaded in vLLM, predates the balance gauges, "
+        "or its exporter is not scraped.",
     )
 
 

@@ -28,9 +28,12 @@ class MoE(PackSection):
     """MoE expert-balance pack, reading the infersight MoE exporter."""
 
     models: list[str] = []  # model_name values that are MoE; the absent alert watches only these
-    window: Duration = Duration.parse("5m")  # rate window of the per-layer rules
+    # The MoE exporter's balance window (set INFERSIGHT_MOE_EXPORTER_WINDOW to it; `up` does);
+    # the absent alert bridges gaps in the balance gauges this long.
+    window: Duration = Duration.parse("5m")
     # A layer counts as having traffic when each expert would expect at least this many tokens
-    # in the window; below it, shares are noise and a zero is no evidence of a dead expert.
+    # in the exporter's window (INFERSIGHT_MOE_EXPORTER_WINDOW), over the model's ranks; below
+    # it, shares are noise. A dead expert counts only on ranks that routed this many alone.
     min_expected_tokens_per_expert: float = Field(default=100.0, gt=0)
     top_experts: int = Field(default=10, ge=1, le=100)  # rows of the dashboard's hot-expert panel
     alerts: MoEAlerts = MoEAlerts()

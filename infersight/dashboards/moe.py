@@ -19,19 +19,19 @@ _LAYER = "{{model_name}} L{{layer}}"
 _EXPERT = "{{model_name}} L{{layer}} E{{expert}}"
 
 
-_JUDGED = "Layers that routed too few tokens in the window to judge are left out."
+_JUDGED = "Layers whose ranks together routed too few tokens in the window to judge are left out."
 
 
 def _balance(cfg: Config) -> Section:
     return Section(
-        "Load balance per layer (worst rank, over the MoE exporter's window)",
+        "Load balance per layer (the ranks' figures weighted by their tokens, over the MoE exporter's window)",
         [
             timeseries(
                 "Share variance per layer",
                 "Variance of per-expert load shares within each layer, the expert activation rate variance "
                 f"(alert threshold {cfg.moe.alerts.imbalance.variance_threshold:g}). {_JUDGED}",
                 "short",
-                [Query(promql.recorded(moe_rules.SHARE_VARIANCE_MAX, LAYER_FILTERS), _LAYER)],
+                [Query(promql.recorded(moe_rules.SHARE_VARIANCE_AVG, LAYER_FILTERS), _LAYER)],
             ),
             timeseries(
                 "Hot-expert factor per layer",
@@ -48,9 +48,10 @@ def _balance(cfg: Config) -> Section:
             ),
             timeseries(
                 "Dead experts per layer",
-                f"Experts that received no tokens in the window while their layer had traffic. {_JUDGED}",
+                "Experts that received no tokens in the window on every rank that routed enough tokens on its "
+                "own to judge.",
                 "short",
-                [Query(promql.recorded(moe_rules.DEAD_EXPERTS_MAX, LAYER_FILTERS), _LAYER)],
+                [Query(promql.recorded(moe_rules.DEAD_EXPERTS_MIN, LAYER_FILTERS), _LAYER)],
             ),
             timeseries(
                 "Routed tokens/s per layer",

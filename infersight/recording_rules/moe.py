@@ -6,12 +6,19 @@ exporter computes over its own window, not the per-expert counters: a rule ratin
 rule cost at 1,000 engines (docs/scale.md). The per-expert counters are left to the
 dashboard's per-expert panels, which read them for one selection when opened.
 
-Every rank (a scrape target of its own) reports the tokens it routed. A layer's figure is that
-of its worst rank among the ranks whose layer routed enough tokens in the window to judge
-(``moe.min_expected_tokens_per_expert`` per expert): with too few tokens, shares are noise and
-an expert without tokens is no evidence of a dead one. Tensor-parallel ranks route the same
-tokens and only one of them counts; data-parallel ranks each route their own, so the worst
-rank is the one an operator must look at.
+Every rank (a scrape target of its own) reports the tokens it routed; only one of a
+tensor-parallel group counts, data-parallel ranks each route their own. A layer is judged when
+the model's ranks together routed enough tokens in the window (``moe.min_expected_tokens_per_
+expert`` per expert): with too few, shares are noise. Many data-parallel ranks may each route
+few tokens, so judging rank by rank would silence exactly the widest deployments. The share
+figures are the ranks' own, averaged weighted by their tokens: expert-parallel load follows the
+pooled shares, which the exporter cannot see, and this mean bounds their variance from above
+(the noise a thin rank adds is weighted by its few tokens). A dead expert is another matter: a
+thin rank misses experts by chance, so it counts only on ranks that routed enough on their own,
+and only as many as every such rank misses.
+
+The gauges are read as their last sample within a few scrapes: one scrape of the exporter that
+times out under load writes stale markers, which must not restart an alert's ``for:``.
 """
 
 from __future__ import annotations
@@ -31,25 +38,46 @@ MAX_SHARE = "infersight_moe_layer_max_share"
 DEAD_EXPERTS = "infersight_moe_layer_dead_experts"
 LAYER = ("job", "model_name", "layer")
 EXPERT = (*LAYER, "expert")
+# A gauge's last sample counts for this many scrape intervals: two failed scrapes in a row are
+# bridged, a rank gone for longer drops out.
+GAUGE_HOLD_SCRAPES = 3
 
 
 # Per layer, model-wide. The rate is of every layer (for traffic panels); the rest only of layers
-# with enough tokens to judge.
+# whose ranks together routed enough tokens to judge.
 LAYER_RATE = conventions.record_name("layer", WINDOW_TOKENS, "rate")  # expert-token counts/s, over ranks
-SHARE_VARIANCE_MAX = conventions.record_name("layer", SHARE_VARIANCE, "max")
+SHARE_VARIANCE_AVG = conventions.record_name("layer", SHARE_VARIANCE, "weighted_avg")  # by the ranks' tokens
 MAX_OVER_MEAN = conventions.record_name("layer", MAX_SHARE, "max_over_mean")  # busiest expert / layer mean
 BALANCEDNESS = conventions.record_name("layer", MAX_SHARE, "balancedness")  # vLLM EPLB's mean / max
-DEAD_EXPERTS_MAX = conventions.record_name("layer", DEAD_EXPERTS, "max")
+DEAD_EXPERTS_MIN = conventions.record_name("layer", DEAD_EXPERTS, "min")  # missed on every judged rank
 
 
-def _gauge(cfg: Config, name: str) -> str:
-    return promql.series(name, cfg.selectors.moe_exporter)
+def gauge(cfg: Config, name: str) -> str:
+    """The exporter's gauge ``name`` per rank and layer: its last sample within a few scrapes."""
+    hold = cfg.scaled(cfg.intervals.scrape * GAUGE_HOLD_SCRAPES)
+    return promql.range_fn("last_over_time", name, hold, cfg.selectors.moe_exporter)
 
 
-def judged(cfg: Config, expr: str) -> str:
-    """``expr`` (per rank and layer) where that rank's layer routed enough tokens in the window."""
-    expected = f"{_gauge(cfg, WINDOW_TOKENS)}\n/\n{_gauge(cfg, EXPERTS)}"
-    return f"{expr}\nand\n({expected}\n>= {promql.number(cfg.moe.min_expected_tokens_per_expert)})"
+def _enough(cfg: Config, tokens: str, experts: str) -> str:
+    return f"{tokens}\n/\n{experts}\n>= {promql.number(cfg.moe.min_expected_tokens_per_expert)}"
+
+
+def judged(cfg: Config, layer_expr: str) -> str:
+    """``layer_expr`` (per layer) where the model's ranks together routed enough tokens."""
+    model_wide = _enough(
+        cfg,
+        promql.sum_by(LAYER, gauge(cfg, WINDOW_TOKENS)),
+        promql.agg("max", LAYER, gauge(cfg, EXPERTS)),
+    )
+    return f"{layer_expr}\nand\n({model_wide})"
+
+
+def token_weighted(cfg: Config, rank_expr: str) -> str:
+    """The mean of ``rank_expr`` (per rank and layer) over a layer's ranks, weighted by the
+    tokens each routed in the window."""
+    tokens = gauge(cfg, WINDOW_TOKENS)
+    weighted = promql.sum_by(LAYER, f"({rank_expr})\n* {tokens}")
+    return f"{weighted}\n/\n{promql.sum_by(LAYER, tokens)}"
 
 
 def expert_rate(cfg: Config, matchers: Sequence[str] = ()) -> str:
@@ -74,14 +102,17 @@ def relative_load(cfg: Config, matchers: Sequence[str] = ()) -> str:
 
 
 def groups(cfg: Config) -> list[RuleGroup]:
-    hot_factor = f"{_gauge(cfg, MAX_SHARE)} * {_gauge(cfg, EXPERTS)}"  # busiest expert over the layer's mean
-    per_second = f"{_gauge(cfg, WINDOW_TOKENS)}\n/\n{_gauge(cfg, WINDOW_SECONDS)}"
+    tokens, experts = gauge(cfg, WINDOW_TOKENS), gauge(cfg, EXPERTS)
+    hot_factor = f"{gauge(cfg, MAX_SHARE)} * {experts}"  # busiest expert over the layer's mean, per rank
+    per_second = f"{tokens}\n/\n{gauge(cfg, WINDOW_SECONDS)}"
+    rank_judged = f"{gauge(cfg, DEAD_EXPERTS)}\nand\n({_enough(cfg, tokens, experts)})"
     rules = (
         RecordingRule(LAYER_RATE, promql.sum_by(LAYER, per_second)),
-        RecordingRule(SHARE_VARIANCE_MAX, promql.agg("max", LAYER, judged(cfg, _gauge(cfg, SHARE_VARIANCE)))),
-        RecordingRule(MAX_OVER_MEAN, promql.agg("max", LAYER, judged(cfg, hot_factor))),
-        # vLLM's EPLB balancedness: mean over max tokens per expert, so the worst rank is the lowest.
-        RecordingRule(BALANCEDNESS, promql.agg("min", LAYER, judged(cfg, f"1 / ({hot_factor})"))),
-        RecordingRule(DEAD_EXPERTS_MAX, promql.agg("max", LAYER, judged(cfg, _gauge(cfg, DEAD_EXPERTS)))),
+        RecordingRule(SHARE_VARIANCE_AVG, judged(cfg, token_weighted(cfg, gauge(cfg, SHARE_VARIANCE)))),
+        RecordingRule(MAX_OVER_MEAN, judged(cfg, token_weighted(cfg, hot_factor))),
+        # vLLM's EPLB balancedness: mean over max tokens per expert (this group's rules evaluate in
+        # order, so it reads the figure just recorded).
+        RecordingRule(BALANCEDNESS, f"1 / {promql.recorded(MAX_OVER_MEAN)}"),
+        RecordingRule(DEAD_EXPERTS_MIN, promql.agg("min", LAYER, rank_judged)),
     )
     return [RuleGroup("infersight-moe.rules", cfg.scaled(cfg.intervals.evaluation), rules)]

@@ -81,10 +81,13 @@ def test_thresholds_and_window_come_from_the_config() -> None:
     )
     files = bundle_files.render(bundle.build(cfg))
     alerts = _alerts(files)
-    assert alerts["InfersightMoEExpertImbalance"]["expr"] == "layer:infersight_moe_layer_share_variance:max > 0.01"
+    assert (
+        alerts["InfersightMoEExpertImbalance"]["expr"]
+        == "layer:infersight_moe_layer_share_variance:weighted_avg > 0.01"
+    )
     assert "[10m]" in alerts["InfersightMoEExpertLoadAbsent"]["expr"]
     rules = files["recording_rules/moe.yaml"]
-    assert rules.count(">= 250") == 4  # every judged figure: variance, max/mean, balancedness, dead experts
+    assert rules.count(">= 250") == 3  # every judged figure: variance, max/mean (balancedness reads it), dead experts
 
 
 @pytest.mark.parametrize(

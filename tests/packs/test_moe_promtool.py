@@ -25,6 +25,7 @@ def test_moe_alerts_pass_promtool_unit_tests(tmp_path: Path) -> None:
     [
         ("InfersightMoEExpertImbalance", {"alerts": {"imbalance": {"variance_threshold": 0.05}}}),
         ("InfersightMoEExpertImbalance", {"min_expected_tokens_per_expert": 1.0}),  # the idle layer fires too
+        ("InfersightMoEExpertImbalance", {"min_expected_tokens_per_expert": 200.0}),  # thin ranks together: silent
         ("InfersightMoEDeadExpert", {"alerts": {"dead_expert": {"for": "5m"}}}),
         ("InfersightMoEExpertLoadAbsent", {"models": []}),  # no MoE model configured: no absent alert at all
         ("InfersightMoEExpertLoadAbsent", {"models": ["tiny-moe", "tiny-dense"]}),  # the dense model fires

@@ -7,10 +7,11 @@ head chunks filled (docs/scale.md). The exporter already holds the totals, so it
 them back and publishes a handful of gauges per layer: all the alerts need. The per-expert
 counters stay on the endpoint for the dashboard's per-expert panels, read when opened.
 
-The window: totals are kept every ``window / STEPS`` seconds. The figures compare the newest
-totals with the newest kept ones that are at least ``window`` old (right after a start, the
-oldest kept), so they cover between ``window`` and ``window + window / STEPS`` seconds, and the
-span they cover is published with them. Totals lower than the previous ones (the counters are
+The window: totals are kept at the first update at least ``window / STEPS`` seconds after the
+last kept ones. The figures compare the newest totals with the newest kept ones that are at
+least ``window`` old (right after a start, the oldest kept), so they cover between ``window`` and
+``window + window / STEPS`` seconds plus one sampling interval, and the span they cover is
+published with them (nothing while it is 0). Totals lower than the previous ones (the counters are
 zeroed once, after vLLM's profiling pass) start that layer's window again.
 """
 

@@ -69,6 +69,8 @@ def _render_balances(balances: Sequence[LayerBalance], rank: str) -> list[Metric
         _gauge(m) for m in (WINDOW_SECONDS, WINDOW_TOKENS, SHARE_VARIANCE, MAX_SHARE, DEAD_EXPERTS)
     )
     for b in balances:
+        if b.span_s <= 0:  # just (re)started: no time covered, nothing to divide by
+            continue
         layer = {"model_name": b.key.model_name, "layer": b.key.layer, "rank": rank}
         labels = _labels_in_catalog_order(WINDOW_SECONDS, layer)
         span.add_metric(labels, round(b.span_s, 3))

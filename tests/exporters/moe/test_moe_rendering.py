@@ -88,3 +88,10 @@ def test_balance_gauges_per_layer_and_no_shares_for_a_layer_without_tokens() -> 
     }
     for name in BALANCE_GAUGES:
         assert catalog.get(name).labels == ("model_name", "layer", "rank")
+
+
+def test_a_layer_whose_window_has_no_span_yet_sends_no_balance_gauges() -> None:
+    """Right after a start (or a reset) the window spans no time: tokens per second would be 0/0."""
+    just_started = [LayerBalance(LayerKey("tiny-moe", "0"), 0.0, 0, None, None, None)]
+    got = [name for name, _, _ in samples(scrape(SNAPSHOTS[:1], balances=just_started)) if name in BALANCE_GAUGES]
+    assert got == []

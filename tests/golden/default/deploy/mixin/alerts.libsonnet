@@ -318,7 +318,7 @@ local f = import 'lib/format.libsonnet';
         "rules": [
           {
             "alert": "InfersightMoEExpertImbalance",
-            "expr": "layer:infersight_moe_layer_share_variance:max > " + f.repr($._config["moe.alerts.imbalance.variance_threshold"]),
+            "expr": "layer:infersight_moe_layer_share_variance:weighted_avg > " + f.repr($._config["moe.alerts.imbalance.variance_threshold"]),
             "for": f.duration($._config["moe.alerts.imbalance.for"]),
             "labels": {
               "component": "moe",
@@ -326,13 +326,13 @@ local f = import 'lib/format.libsonnet';
             },
             "annotations": {
               "summary": "Tokens are persistently routed unevenly across the experts of an MoE layer.",
-              "description": "Layer {{ $labels.layer }} of {{ $labels.model_name }} (job {{ $labels.job }}): the variance of per-expert load shares is {{ $value | printf \"%.4f\" }} over the MoE exporter's window (threshold " + f.repr($._config["moe.alerts.imbalance.variance_threshold"]) + ", worst rank); hot experts slow every step of the batch.",
+              "description": "Layer {{ $labels.layer }} of {{ $labels.model_name }} (job {{ $labels.job }}): the variance of per-expert load shares is {{ $value | printf \"%.4f\" }} over the MoE exporter's window (threshold " + f.repr($._config["moe.alerts.imbalance.variance_threshold"]) + ", the ranks' mean weighted by their tokens); hot experts slow every step of the batch.",
               "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightmoeexpertimbalance",
             },
           },
           {
             "alert": "InfersightMoEDeadExpert",
-            "expr": "layer:infersight_moe_layer_dead_experts:max > 0",
+            "expr": "layer:infersight_moe_layer_dead_experts:min > 0",
             "for": f.duration($._config["moe.alerts.dead_expert.for"]),
             "labels": {
               "component": "moe",
@@ -340,7 +340,7 @@ local f = import 'lib/format.libsonnet';
             },
             "annotations": {
               "summary": "MoE experts receive no tokens while their layer has traffic.",
-              "description": "{{ $value }} expert(s) of layer {{ $labels.layer }} ({{ $labels.model_name }}, job {{ $labels.job }}) received no tokens in the MoE exporter's window while the layer's other experts did (worst rank); the MoE dashboard's per-expert panels name them.",
+              "description": "{{ $value }} expert(s) of layer {{ $labels.layer }} ({{ $labels.model_name }}, job {{ $labels.job }}) received no tokens in the MoE exporter's window on every rank that routed enough to judge; the MoE dashboard's per-expert panels name them.",
               "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightmoedeadexpert",
             },
           },

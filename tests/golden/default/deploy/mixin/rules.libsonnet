@@ -515,12 +515,12 @@ local f = import 'lib/format.libsonnet';
         "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
-            "record": "layer:infersight_moe_layer_share_variance:max",
-            "expr": "max by (job, model_name, layer) (infersight_moe_layer_share_variance{" + f.matchers($._config["selectors.moe_exporter"]) + "}\nand\n(infersight_moe_layer_window_tokens{" + f.matchers($._config["selectors.moe_exporter"]) + "}\n/\ninfersight_moe_layer_experts{" + f.matchers($._config["selectors.moe_exporter"]) + "}\n>= " + f.g6($._config["moe.min_expected_tokens_per_expert"]) + "))",
+            "record": "layer:infersight_moe_layer_share_variance:weighted_avg",
+            "expr": "sum by (job, model_name, layer) ((last_over_time(infersight_moe_layer_share_variance{" + f.matchers($._config["selectors.moe_exporter"]) + "}[45s]))\n* last_over_time(infersight_moe_layer_window_tokens{" + f.matchers($._config["selectors.moe_exporter"]) + "}[45s]))\n/\nsum by (job, model_name, layer) (last_over_time(infersight_moe_layer_window_tokens{" + f.matchers($._config["selectors.moe_exporter"]) + "}[45s]))\nand\n(sum by (job, model_name, layer) (last_over_time(infersight_moe_layer_window_tokens{" + f.matchers($._config["selectors.moe_exporter"]) + "}[45s]))\n/\nmax by (job, model_name, layer) (last_over_time(infersight_moe_layer_experts{" + f.matchers($._config["selectors.moe_exporter"]) + "}[45s]))\n>= " + f.g6($._config["moe.min_expected_tokens_per_expert"]) + ")",
           },
           {
-            "record": "layer:infersight_moe_layer_dead_experts:max",
-            "expr": "max by (job, model_name, layer) (infersight_moe_layer_dead_experts{" + f.matchers($._config["selectors.moe_exporter"]) + "}\nand\n(infersight_moe_layer_window_tokens{" + f.matchers($._config["selectors.moe_exporter"]) + "}\n/\ninfersight_moe_layer_experts{" + f.matchers($._config["selectors.moe_exporter"]) + "}\n>= " + f.g6($._config["moe.min_expected_tokens_per_expert"]) + "))",
+            "record": "layer:infersight_moe_layer_dead_experts:min",
+            "expr": "min by (job, model_name, layer) (last_over_time(infersight_moe_layer_dead_experts{" + f.matchers($._config["selectors.moe_exporter"]) + "}[45s])\nand\n(last_over_time(infersight_moe_layer_window_tokens{" + f.matchers($._config["selectors.moe_exporter"]) + "}[45s])\n/\nlast_over_time(infersight_moe_layer_experts{" + f.matchers($._config["selectors.moe_exporter"]) + "}[45s])\n>= " + f.g6($._config["moe.min_expected_tokens_per_expert"]) + "))",
           },
         ],
       },
@@ -530,15 +530,15 @@ local f = import 'lib/format.libsonnet';
         "rules": [
           {
             "record": "layer:infersight_moe_layer_window_tokens:rate",
-            "expr": "sum by (job, model_name, layer) (infersight_moe_layer_window_tokens{" + f.matchers($._config["selectors.moe_exporter"]) + "}\n/\ninfersight_moe_layer_window_seconds{" + f.matchers($._config["selectors.moe_exporter"]) + "})",
+            "expr": "sum by (job, model_name, layer) (last_over_time(infersight_moe_layer_window_tokens{" + f.matchers($._config["selectors.moe_exporter"]) + "}[45s])\n/\nlast_over_time(infersight_moe_layer_window_seconds{" + f.matchers($._config["selectors.moe_exporter"]) + "}[45s]))",
           },
           {
             "record": "layer:infersight_moe_layer_max_share:max_over_mean",
-            "expr": "max by (job, model_name, layer) (infersight_moe_layer_max_share{" + f.matchers($._config["selectors.moe_exporter"]) + "} * infersight_moe_layer_experts{" + f.matchers($._config["selectors.moe_exporter"]) + "}\nand\n(infersight_moe_layer_window_tokens{" + f.matchers($._config["selectors.moe_exporter"]) + "}\n/\ninfersight_moe_layer_experts{" + f.matchers($._config["selectors.moe_exporter"]) + "}\n>= " + f.g6($._config["moe.min_expected_tokens_per_expert"]) + "))",
+            "expr": "sum by (job, model_name, layer) ((last_over_time(infersight_moe_layer_max_share{" + f.matchers($._config["selectors.moe_exporter"]) + "}[45s]) * last_over_time(infersight_moe_layer_experts{" + f.matchers($._config["selectors.moe_exporter"]) + "}[45s]))\n* last_over_time(infersight_moe_layer_window_tokens{" + f.matchers($._config["selectors.moe_exporter"]) + "}[45s]))\n/\nsum by (job, model_name, layer) (last_over_time(infersight_moe_layer_window_tokens{" + f.matchers($._config["selectors.moe_exporter"]) + "}[45s]))\nand\n(sum by (job, model_name, layer) (last_over_time(infersight_moe_layer_window_tokens{" + f.matchers($._config["selectors.moe_exporter"]) + "}[45s]))\n/\nmax by (job, model_name, layer) (last_over_time(infersight_moe_layer_experts{" + f.matchers($._config["selectors.moe_exporter"]) + "}[45s]))\n>= " + f.g6($._config["moe.min_expected_tokens_per_expert"]) + ")",
           },
           {
             "record": "layer:infersight_moe_layer_max_share:balancedness",
-            "expr": "min by (job, model_name, layer) (1 / (infersight_moe_layer_max_share{" + f.matchers($._config["selectors.moe_exporter"]) + "} * infersight_moe_layer_experts{" + f.matchers($._config["selectors.moe_exporter"]) + "})\nand\n(infersight_moe_layer_window_tokens{" + f.matchers($._config["selectors.moe_exporter"]) + "}\n/\ninfersight_moe_layer_experts{" + f.matchers($._config["selectors.moe_exporter"]) + "}\n>= " + f.g6($._config["moe.min_expected_tokens_per_expert"]) + "))",
+            "expr": "1 / layer:infersight_moe_layer_max_share:max_over_mean",
           },
         ],
       },

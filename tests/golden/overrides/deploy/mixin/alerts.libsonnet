@@ -332,7 +332,7 @@ local f = import 'lib/format.libsonnet';
         "rules": [
           {
             "alert": "InfersightMoEExpertImbalance",
-            "expr": "layer:infersight_moe_layer_share_variance:max > " + f.repr($._config["moe.alerts.imbalance.variance_threshold"]),
+            "expr": "layer:infersight_moe_layer_share_variance:weighted_avg > " + f.repr($._config["moe.alerts.imbalance.variance_threshold"]),
             "for": f.duration($._config["moe.alerts.imbalance.for"]),
             "labels": {
               "component": "moe",
@@ -340,13 +340,13 @@ local f = import 'lib/format.libsonnet';
             },
             "annotations": {
               "summary": "Tokens are persistently routed unevenly across the experts of an MoE layer.",
-              "description": "Layer {{ $labels.layer }} of {{ $labels.model_name }} (job {{ $labels.job }}): the variance of per-expert load shares is {{ $value | printf \"%.4f\" }} over the MoE exporter's window (threshold " + f.repr($._config["moe.alerts.imbalance.variance_threshold"]) + ", worst rank); hot experts slow every step of the batch.",
+              "description": "Layer {{ $labels.layer }} of {{ $labels.model_name }} (job {{ $labels.job }}): the variance of per-expert load shares is {{ $value | printf \"%.4f\" }} over the MoE exporter's window (threshold " + f.repr($._config["moe.alerts.imbalance.variance_threshold"]) + ", the ranks' mean weighted by their tokens); hot experts slow every step of the batch.",
               "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightmoeexpertimbalance",
             },
           },
           {
             "alert": "InfersightMoEDeadExpert",
-            "expr": "layer:infersight_moe_layer_dead_experts:max > 0",
+            "expr": "layer:infersight_moe_layer_dead_experts:min > 0",
             "for": f.duration($._config["moe.alerts.dead_expert.for"]),
             "labels": {
               "component": "moe",
@@ -354,13 +354,13 @@ local f = import 'lib/format.libsonnet';
             },
             "annotations": {
               "summary": "MoE experts receive no tokens while their layer has traffic.",
-              "description": "{{ $value }} expert(s) of layer {{ $labels.layer }} ({{ $labels.model_name }}, job {{ $labels.job }}) received no tokens in the MoE exporter's window while the layer's other experts did (worst rank); the MoE dashboard's per-expert panels name them.",
+              "description": "{{ $value }} expert(s) of layer {{ $labels.layer }} ({{ $labels.model_name }}, job {{ $labels.job }}) received no tokens in the MoE exporter's window on every rank that routed enough to judge; the MoE dashboard's per-expert panels name them.",
               "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightmoedeadexpert",
             },
           },
           {
             "alert": "InfersightMoEExpertLoadAbsent",
-            "expr": "group by (model_name) (vllm:num_requests_running{" + f.matchers($._config["selectors.vllm"]) + ", model_name=~\"tiny-moe\"})\nunless on (model_name)\ngroup by (model_name) (present_over_time(infersight_moe_layer_experts{" + f.matchers($._config["selectors.moe_exporter"]) + "}[" + f.duration($._config["moe.window"]) + "]))",
+            "expr": "group by (model_name) (vllm:num_requests_running{" + f.matchers($._config["selectors.vllm"]) + ", model_name=~\"tiny-moe\"})\nunless on (model_name)\ngroup by (model_name) (present_over_time(infersight_moe_layer_window_tokens{" + f.matchers($._config["selectors.moe_exporter"]) + "}[" + f.duration($._config["moe.window"]) + "]))",
             "for": f.duration($._config["moe.alerts.metrics_absent.for"]),
             "labels": {
               "component": "moe",
@@ -368,7 +368,7 @@ local f = import 'lib/format.libsonnet';
             },
             "annotations": {
               "summary": "An MoE model is served but no expert-load metrics arrive for it.",
-              "description": "{{ $labels.model_name }} is configured as MoE and served by vLLM, but Prometheus has no expert-load series for it: the infersight MoE plugin is not loaded in vLLM, or its exporter is not scraped.",
+              "description": "{{ $labels.model_name }} is configured as MoE and served by vLLM, but Prometheus has no expert-load balance series for it: the infersight MoE plugin is not loaded in vLLM, predates the balance gauges, or its exporter is not scraped.",
               "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightmoeexpertloadabsent",
             },
           },

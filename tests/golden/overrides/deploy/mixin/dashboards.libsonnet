@@ -5243,7 +5243,7 @@ local f = import 'lib/format.libsonnet';
           },
           "id": 1,
           "panels": [],
-          "title": "Load balance per layer (worst rank, over the MoE exporter's window)",
+          "title": "Load balance per layer (the ranks' figures weighted by their tokens, over the MoE exporter's window)",
           "type": "row",
         },
         {
@@ -5251,7 +5251,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Variance of per-expert load shares within each layer, the expert activation rate variance (alert threshold " + f.repr($._config["moe.alerts.imbalance.variance_threshold"]) + "). Layers that routed too few tokens in the window to judge are left out.",
+          "description": "Variance of per-expert load shares within each layer, the expert activation rate variance (alert threshold " + f.repr($._config["moe.alerts.imbalance.variance_threshold"]) + "). Layers whose ranks together routed too few tokens in the window to judge are left out.",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -5290,7 +5290,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "layer:infersight_moe_layer_share_variance:max{job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}",
+              "expr": "layer:infersight_moe_layer_share_variance:weighted_avg{job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}",
               "legendFormat": "{{model_name}} L{{layer}}",
               "refId": "A",
             },
@@ -5305,7 +5305,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Busiest expert's tokens over the layer's mean (max/mean); the batch step waits for it. Layers that routed too few tokens in the window to judge are left out.",
+          "description": "Busiest expert's tokens over the layer's mean (max/mean); the batch step waits for it. Layers whose ranks together routed too few tokens in the window to judge are left out.",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -5359,7 +5359,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "vLLM's EPLB balancedness: mean over max tokens per expert; 1 is perfectly balanced. Layers that routed too few tokens in the window to judge are left out.",
+          "description": "vLLM's EPLB balancedness: mean over max tokens per expert; 1 is perfectly balanced. Layers whose ranks together routed too few tokens in the window to judge are left out.",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -5414,7 +5414,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Experts that received no tokens in the window while their layer had traffic. Layers that routed too few tokens in the window to judge are left out.",
+          "description": "Experts that received no tokens in the window on every rank that routed enough tokens on its own to judge.",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -5453,7 +5453,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "layer:infersight_moe_layer_dead_experts:max{job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}",
+              "expr": "layer:infersight_moe_layer_dead_experts:min{job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}",
               "legendFormat": "{{model_name}} L{{layer}}",
               "refId": "A",
             },
