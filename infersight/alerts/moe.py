@@ -37,11 +37,11 @@ def _dead_expert(cfg: Config) -> Alert:
         "moe",
         DEAD_EXPERT,
         a,
-        f"{moe_rules.DEAD_EXPERTS_MIN} > 0",
+        f"{moe_rules.DEAD_EXPERTS_MAX} > 0",
         "MoE experts receive no tokens while their layer has traffic.",
         "{{ $value }} expert(s) of layer {{ $labels.layer }} ({{ $labels.model_name }}, job {{ $labels.job }}) "
-        "received no tokens in the MoE exporter's window on every rank that routed enough to judge; "
-        "the MoE dashboard's per-expert panels name them.",
+        "received no tokens in the MoE exporter's window on a rank that routed enough to judge on its own "
+        "(the worst such rank); the MoE dashboard's per-expert panels name them.",
     )
 
 

@@ -48,10 +48,10 @@ def _balance(cfg: Config) -> Section:
             ),
             timeseries(
                 "Dead experts per layer",
-                "Experts that received no tokens in the window on every rank that routed enough tokens on its "
-                "own to judge.",
+                "Experts that received no tokens in the window, on the worst rank that routed enough tokens on "
+                "its own to judge.",
                 "short",
-                [Query(promql.recorded(moe_rules.DEAD_EXPERTS_MIN, LAYER_FILTERS), _LAYER)],
+                [Query(promql.recorded(moe_rules.DEAD_EXPERTS_MAX, LAYER_FILTERS), _LAYER)],
             ),
             timeseries(
                 "Routed tokens/s per layer",

@@ -15,7 +15,8 @@ figures are the ranks' own, averaged weighted by their tokens: expert-parallel l
 pooled shares, which the exporter cannot see, and this mean bounds their variance from above
 (the noise a thin rank adds is weighted by its few tokens). A dead expert is another matter: a
 thin rank misses experts by chance, so it counts only on ranks that routed enough on their own,
-and only as many as every such rank misses.
+where a live expert has next to no chance of getting none; the worst of them counts, so a dead
+expert behind one replica (a bad shard on one pod) is not hidden by healthy peers.
 
 The gauges are read as their last sample within a few scrapes: one scrape of the exporter that
 times out under load writes stale markers, which must not restart an alert's ``for:``.
@@ -49,7 +50,7 @@ LAYER_RATE = conventions.record_name("layer", WINDOW_TOKENS, "rate")  # expert-t
 SHARE_VARIANCE_AVG = conventions.record_name("layer", SHARE_VARIANCE, "weighted_avg")  # by the ranks' tokens
 MAX_OVER_MEAN = conventions.record_name("layer", MAX_SHARE, "max_over_mean")  # busiest expert / layer mean
 BALANCEDNESS = conventions.record_name("layer", MAX_SHARE, "balancedness")  # vLLM EPLB's mean / max
-DEAD_EXPERTS_MIN = conventions.record_name("layer", DEAD_EXPERTS, "min")  # missed on every judged rank
+DEAD_EXPERTS_MAX = conventions.record_name("layer", DEAD_EXPERTS, "max")  # the worst rank judged alone
 
 
 def gauge(cfg: Config, name: str) -> str:
@@ -113,6 +114,6 @@ def groups(cfg: Config) -> list[RuleGroup]:
         # vLLM's EPLB balancedness: mean over max tokens per expert (this group's rules evaluate in
         # order, so it reads the figure just recorded).
         RecordingRule(BALANCEDNESS, f"1 / {promql.recorded(MAX_OVER_MEAN)}"),
-        RecordingRule(DEAD_EXPERTS_MIN, promql.agg("min", LAYER, rank_judged)),
+        RecordingRule(DEAD_EXPERTS_MAX, promql.agg("max", LAYER, rank_judged)),
     )
     return [RuleGroup("infersight-moe.rules", cfg.scaled(cfg.intervals.evaluation), rules)]

@@ -5161,7 +5161,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Experts that received no tokens in the window on every rank that routed enough tokens on its own to judge.",
+          "description": "Experts that received no tokens in the window, on the worst rank that routed enough tokens on its own to judge.",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -5200,7 +5200,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "layer:infersight_moe_layer_dead_experts:min{job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}",
+              "expr": "layer:infersight_moe_layer_dead_experts:max{job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}",
               "legendFormat": "{{model_name}} L{{layer}}",
               "refId": "A",
             },

@@ -346,7 +346,7 @@ local f = import 'lib/format.libsonnet';
           },
           {
             "alert": "InfersightMoEDeadExpert",
-            "expr": "layer:infersight_moe_layer_dead_experts:min > 0",
+            "expr": "layer:infersight_moe_layer_dead_experts:max > 0",
             "for": f.duration($._config["moe.alerts.dead_expert.for"]),
             "labels": {
               "component": "moe",
@@ -354,7 +354,7 @@ local f = import 'lib/format.libsonnet';
             },
             "annotations": {
               "summary": "MoE experts receive no tokens while their layer has traffic.",
-              "description": "{{ $value }} expert(s) of layer {{ $labels.layer }} ({{ $labels.model_name }}, job {{ $labels.job }}) received no tokens in the MoE exporter's window on every rank that routed enough to judge; the MoE dashboard's per-expert panels name them.",
+              "description": "{{ $value }} expert(s) of layer {{ $labels.layer }} ({{ $labels.model_name }}, job {{ $labels.job }}) received no tokens in the MoE exporter's window on a rank that routed enough to judge on its own (the worst such rank); the MoE dashboard's per-expert panels name them.",
               "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightmoedeadexpert",
             },
           },

@@ -588,8 +588,8 @@ local f = import 'lib/format.libsonnet';
             "expr": "sum by (job, model_name, layer) ((last_over_time(infersight_moe_layer_share_variance{" + f.matchers($._config["selectors.moe_exporter"]) + "}[45s]))\n* last_over_time(infersight_moe_layer_window_tokens{" + f.matchers($._config["selectors.moe_exporter"]) + "}[45s]))\n/\nsum by (job, model_name, layer) (last_over_time(infersight_moe_layer_window_tokens{" + f.matchers($._config["selectors.moe_exporter"]) + "}[45s]))\nand\n(sum by (job, model_name, layer) (last_over_time(infersight_moe_layer_window_tokens{" + f.matchers($._config["selectors.moe_exporter"]) + "}[45s]))\n/\nmax by (job, model_name, layer) (last_over_time(infersight_moe_layer_experts{" + f.matchers($._config["selectors.moe_exporter"]) + "}[45s]))\n>= " + f.g6($._config["moe.min_expected_tokens_per_expert"]) + ")",
           },
           {
-            "record": "layer:infersight_moe_layer_dead_experts:min",
-            "expr": "min by (job, model_name, layer) (last_over_time(infersight_moe_layer_dead_experts{" + f.matchers($._config["selectors.moe_exporter"]) + "}[45s])\nand\n(last_over_time(infersight_moe_layer_window_tokens{" + f.matchers($._config["selectors.moe_exporter"]) + "}[45s])\n/\nlast_over_time(infersight_moe_layer_experts{" + f.matchers($._config["selectors.moe_exporter"]) + "}[45s])\n>= " + f.g6($._config["moe.min_expected_tokens_per_expert"]) + "))",
+            "record": "layer:infersight_moe_layer_dead_experts:max",
+            "expr": "max by (job, model_name, layer) (last_over_time(infersight_moe_layer_dead_experts{" + f.matchers($._config["selectors.moe_exporter"]) + "}[45s])\nand\n(last_over_time(infersight_moe_layer_window_tokens{" + f.matchers($._config["selectors.moe_exporter"]) + "}[45s])\n/\nlast_over_time(infersight_moe_layer_experts{" + f.matchers($._config["selectors.moe_exporter"]) + "}[45s])\n>= " + f.g6($._config["moe.min_expected_tokens_per_expert"]) + "))",
           },
         ],
       },
