@@ -53,6 +53,24 @@ def _balance(cfg: Config) -> Section:
                 "short",
                 [Query(promql.recorded(moe_rules.DEAD_EXPERTS_MAX, LAYER_FILTERS), _LAYER)],
             ),
+            stat(
+                "Most uneven ranks",
+                "The ranks (one replica's worker each) whose layers route most unevenly, by their own share "
+                "variance: the per-layer figures above pool every rank of a model, so one skewed replica among "
+                "many even ones shows here first. Read from the exporter's gauges when the dashboard opens.",
+                "short",
+                [
+                    Query(
+                        f"topk({cfg.moe.top_experts}, {moe_rules.gauge(cfg, moe_rules.SHARE_VARIANCE, LAYER_FILTERS)})",
+                        "{{model_name}} L{{layer}} rank {{rank}} {{instance}}",
+                        instant=True,
+                    )
+                ],
+                width=24,
+                height=6,
+                thresholds=((None, "green"), (cfg.moe.alerts.imbalance.variance_threshold, "orange")),
+                decimals=4,
+            ),
             timeseries(
                 "Routed tokens/s per layer",
                 "Expert-token counts per second in each layer, summed over ranks (top-k routing counts a token "

@@ -53,10 +53,10 @@ BALANCEDNESS = conventions.record_name("layer", MAX_SHARE, "balancedness")  # vL
 DEAD_EXPERTS_MAX = conventions.record_name("layer", DEAD_EXPERTS, "max")  # the worst rank judged alone
 
 
-def gauge(cfg: Config, name: str) -> str:
+def gauge(cfg: Config, name: str, matchers: Sequence[str] = ()) -> str:
     """The exporter's gauge ``name`` per rank and layer: its last sample within a few scrapes."""
     hold = cfg.scaled(cfg.intervals.scrape * GAUGE_HOLD_SCRAPES)
-    return promql.range_fn("last_over_time", name, hold, cfg.selectors.moe_exporter)
+    return promql.range_fn("last_over_time", name, hold, [*cfg.selectors.moe_exporter, *matchers])
 
 
 def _enough(cfg: Config, tokens: str, experts: str) -> str:

@@ -5215,6 +5215,73 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
+          "description": "The ranks (one replica's worker each) whose layers route most unevenly, by their own share variance: the per-layer figures above pool every rank of a model, so one skewed replica among many even ones shows here first. Read from the exporter's gauges when the dashboard opens.",
+          "fieldConfig": {
+            "defaults": {
+              "decimals": 4,
+              "thresholds": {
+                "mode": "absolute",
+                "steps": [
+                  {
+                    "color": "green",
+                    "value": null,
+                  },
+                  {
+                    "color": "orange",
+                    "value": $._config["moe.alerts.imbalance.variance_threshold"],
+                  },
+                ],
+              },
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 6,
+            "w": 24,
+            "x": 0,
+            "y": 17,
+          },
+          "options": {
+            "colorMode": "value",
+            "graphMode": "area",
+            "justifyMode": "auto",
+            "orientation": "auto",
+            "percentChangeColorMode": "standard",
+            "reduceOptions": {
+              "calcs": [
+                "lastNotNull",
+              ],
+              "values": false,
+            },
+            "showPercentChange": false,
+            "textMode": "auto",
+            "wideLayout": true,
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "topk(10, last_over_time(infersight_moe_layer_share_variance{" + f.matchers($._config["selectors.moe_exporter"]) + ", job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}[750ms]))",
+              "instant": true,
+              "legendFormat": "{{model_name}} L{{layer}} rank {{rank}} {{instance}}",
+              "range": false,
+              "refId": "A",
+            },
+          ],
+          "title": "Most uneven ranks",
+          "transparent": false,
+          "type": "stat",
+          "id": 6,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
           "description": "Expert-token counts per second in each layer, summed over ranks (top-k routing counts a token once per chosen expert).",
           "fieldConfig": {
             "defaults": {
@@ -5230,7 +5297,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 17,
+            "y": 23,
           },
           "options": {
             "legend": {
@@ -5262,7 +5329,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Routed tokens/s per layer",
           "transparent": false,
           "type": "timeseries",
-          "id": 6,
+          "id": 7,
         },
         {
           "collapsed": false,
@@ -5270,9 +5337,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 25,
+            "y": 31,
           },
-          "id": 7,
+          "id": 8,
           "panels": [],
           "title": "Experts",
           "type": "row",
@@ -5294,7 +5361,7 @@ local f = import 'lib/format.libsonnet';
             "h": 12,
             "w": 24,
             "x": 0,
-            "y": 26,
+            "y": 32,
           },
           "options": {
             "calculate": false,
@@ -5350,7 +5417,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Load share, layer x expert",
           "transparent": false,
           "type": "heatmap",
-          "id": 8,
+          "id": 9,
         },
         {
           "datasource": {
@@ -5386,7 +5453,7 @@ local f = import 'lib/format.libsonnet';
             "h": 6,
             "w": 24,
             "x": 0,
-            "y": 38,
+            "y": 44,
           },
           "options": {
             "colorMode": "value",
@@ -5421,7 +5488,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Top 10 hot experts",
           "transparent": false,
           "type": "stat",
-          "id": 9,
+          "id": 10,
         },
         {
           "datasource": {
@@ -5443,7 +5510,7 @@ local f = import 'lib/format.libsonnet';
             "h": 10,
             "w": 24,
             "x": 0,
-            "y": 44,
+            "y": 50,
           },
           "options": {
             "legend": {
@@ -5475,7 +5542,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Tokens/s per expert",
           "transparent": false,
           "type": "timeseries",
-          "id": 10,
+          "id": 11,
         },
       ],
       "refresh": "30s",
