@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from grafana_foundation_sdk.builders.stat import Panel as StatPanel
+
 from infersight import promql
 from infersight.config import Config
 from infersight.dashboards.common import Query, Section, filters, heatmap, render, stat, timeseries
@@ -71,6 +73,7 @@ def _balance(cfg: Config) -> Section:
                 thresholds=((None, "green"), (cfg.moe.alerts.imbalance.variance_threshold, "orange")),
                 decimals=4,
             ),
+            _exporter_window(cfg),
             timeseries(
                 "Routed tokens/s per layer",
                 "Expert-token counts per second in each layer, summed over ranks (top-k routing counts a token "
@@ -79,6 +82,22 @@ def _balance(cfg: Config) -> Section:
                 [Query(promql.recorded(moe_rules.LAYER_RATE, LAYER_FILTERS), _LAYER)],
             ),
         ],
+    )
+
+
+def _exporter_window(cfg: Config) -> StatPanel:
+    """The span the exporters' figures cover, against the bundle's moe.window: the token gate and
+    the alerts' timing assume that window, and nothing else notices an exporter set otherwise."""
+    window_s = cfg.scaled(cfg.moe.window).total_seconds
+    spans = promql.series(moe_rules.WINDOW_SECONDS, [*cfg.selectors.moe_exporter, *LAYER_FILTERS])
+    return stat(
+        "Exporter window",
+        f"The longest span the MoE exporters' balance figures cover, per model. It should read {window_s:g} s "
+        "(the bundle's moe.window) to a twentieth and a copy interval more, after the first window since a start; "
+        "orange means INFERSIGHT_MOE_EXPORTER_WINDOW differs from moe.window.",
+        "s",
+        [Query(promql.agg("max", ("model_name",), spans), "{{model_name}}", instant=True)],
+        thresholds=((None, "orange"), (0.95 * window_s, "green"), (1.2 * window_s, "orange")),
     )
 
 

@@ -47,12 +47,28 @@ def test_dashboard_has_a_valid_heatmap_and_reads_only_recordings_and_the_expert_
             # One gauge per (layer, rank), read when opened: the recordings pool the ranks.
             assert metric_names(plain) == {"infersight_moe_layer_share_variance"}, where
             seen.add(where)
+        elif "Exporter window" in where:
+            assert metric_names(plain) == {"infersight_moe_layer_window_seconds"}, where
+            seen.add(where)
         else:
             assert metric_names(plain) <= recorded, where
-    assert len(seen) == 4
+    assert len(seen) == 5
     assert [v["name"] for v in BOARD["templating"]["list"]] == ["datasource", "job", "model_name", "layer"]
     top = next(p for p in BOARD["panels"] if p["title"].startswith("Top "))
     assert top["targets"][0]["expr"].startswith("topk(10, ")
+
+
+def test_exporter_window_panel_turns_orange_off_the_bundles_window() -> None:
+    """An exporter left at another INFERSIGHT_MOE_EXPORTER_WINDOW is shown, not silently judged."""
+    for cfg, window_s in ((Config(), 300), (parse_config({"moe": {"window": "10m"}, "time_scale": 60}), 10)):
+        board = json.loads(bundle_files.render(bundle.build(cfg))["dashboards/vllm-moe.json"])
+        panel = next(p for p in board["panels"] if p["title"] == "Exporter window")
+        steps = panel["fieldConfig"]["defaults"]["thresholds"]["steps"]
+        assert [(s["value"], s["color"]) for s in steps] == [
+            (None, "orange"),
+            (0.95 * window_s, "green"),
+            (1.2 * window_s, "orange"),
+        ]
 
 
 def test_alerts_read_the_exporters_per_layer_gauges_never_the_expert_counters() -> None:

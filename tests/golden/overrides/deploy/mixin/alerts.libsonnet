@@ -360,7 +360,7 @@ local f = import 'lib/format.libsonnet';
           },
           {
             "alert": "InfersightMoEExpertLoadAbsent",
-            "expr": "group by (model_name) (vllm:num_requests_running{" + f.matchers($._config["selectors.vllm"]) + ", model_name=~\"tiny-moe\"})\nunless on (model_name)\ngroup by (model_name) (present_over_time(infersight_moe_layer_window_tokens{" + f.matchers($._config["selectors.moe_exporter"]) + "}[" + f.duration($._config["moe.window"]) + "]))",
+            "expr": "group by (model_name) (vllm:num_requests_running{" + f.matchers($._config["selectors.vllm"]) + ", model_name=~\"tiny-moe\"})\nunless on (model_name)\ngroup by (model_name) (present_over_time(infersight_moe_layer_window_tokens{" + f.matchers($._config["selectors.moe_exporter"]) + "}[5m]))",
             "for": f.duration($._config["moe.alerts.metrics_absent.for"]),
             "labels": {
               "component": "moe",

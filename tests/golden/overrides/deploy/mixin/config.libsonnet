@@ -74,7 +74,6 @@
     "spec_decode.alerts.acceptance_collapse.baseline_offset": "1h",
     "spec_decode.alerts.acceptance_collapse.min_baseline_ratio": 0.1,
     "spec_decode.alerts.acceptance_collapse.min_draft_tokens_per_second": 1.0,
-    "moe.window": "5m",
     "moe.min_expected_tokens_per_expert": 100.0,
     "moe.alerts.imbalance.for": "15m",
     "moe.alerts.imbalance.variance_threshold": 0.0225,

@@ -5535,6 +5535,76 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
+          "description": "The longest span the MoE exporters' balance figures cover, per model. It should read 300 s (the bundle's moe.window) to a twentieth and a copy interval more, after the first window since a start; orange means INFERSIGHT_MOE_EXPORTER_WINDOW differs from moe.window.",
+          "fieldConfig": {
+            "defaults": {
+              "thresholds": {
+                "mode": "absolute",
+                "steps": [
+                  {
+                    "color": "orange",
+                    "value": null,
+                  },
+                  {
+                    "color": "green",
+                    "value": 285.0,
+                  },
+                  {
+                    "color": "orange",
+                    "value": 360.0,
+                  },
+                ],
+              },
+              "unit": "s",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 4,
+            "w": 6,
+            "x": 0,
+            "y": 23,
+          },
+          "options": {
+            "colorMode": "value",
+            "graphMode": "area",
+            "justifyMode": "auto",
+            "orientation": "auto",
+            "percentChangeColorMode": "standard",
+            "reduceOptions": {
+              "calcs": [
+                "lastNotNull",
+              ],
+              "values": false,
+            },
+            "showPercentChange": false,
+            "textMode": "auto",
+            "wideLayout": true,
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "max by (model_name) (infersight_moe_layer_window_seconds{" + f.matchers($._config["selectors.moe_exporter"]) + ", job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"})",
+              "instant": true,
+              "legendFormat": "{{model_name}}",
+              "range": false,
+              "refId": "A",
+            },
+          ],
+          "title": "Exporter window",
+          "transparent": false,
+          "type": "stat",
+          "id": 7,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
           "description": "Expert-token counts per second in each layer, summed over ranks (top-k routing counts a token once per chosen expert).",
           "fieldConfig": {
             "defaults": {
@@ -5549,7 +5619,7 @@ local f = import 'lib/format.libsonnet';
           "gridPos": {
             "h": 8,
             "w": 12,
-            "x": 0,
+            "x": 6,
             "y": 23,
           },
           "options": {
@@ -5582,7 +5652,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Routed tokens/s per layer",
           "transparent": false,
           "type": "timeseries",
-          "id": 7,
+          "id": 8,
         },
         {
           "collapsed": false,
@@ -5592,7 +5662,7 @@ local f = import 'lib/format.libsonnet';
             "x": 0,
             "y": 31,
           },
-          "id": 8,
+          "id": 9,
           "panels": [],
           "title": "Experts",
           "type": "row",
@@ -5670,7 +5740,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Load share, layer x expert",
           "transparent": false,
           "type": "heatmap",
-          "id": 9,
+          "id": 10,
         },
         {
           "datasource": {
@@ -5741,7 +5811,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Top 10 hot experts",
           "transparent": false,
           "type": "stat",
-          "id": 10,
+          "id": 11,
         },
         {
           "datasource": {
@@ -5795,7 +5865,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Tokens/s per expert",
           "transparent": false,
           "type": "timeseries",
-          "id": 11,
+          "id": 12,
         },
       ],
       "refresh": "30s",
