@@ -80,6 +80,7 @@ def _balance(cfg: Config) -> Section:
                 "once per chosen expert).",
                 "short",
                 [Query(promql.recorded(moe_rules.LAYER_RATE, LAYER_FILTERS), _LAYER)],
+                width=18,
             ),
         ],
     )
@@ -97,6 +98,7 @@ def _exporter_window(cfg: Config) -> StatPanel:
         "orange means INFERSIGHT_MOE_EXPORTER_WINDOW differs from moe.window.",
         "s",
         [Query(promql.agg("max", ("model_name",), spans), "{{model_name}}", instant=True)],
+        height=8,
         thresholds=((None, "orange"), (0.95 * window_s, "green"), (1.2 * window_s, "orange")),
     )
 

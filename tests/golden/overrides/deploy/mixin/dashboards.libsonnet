@@ -5560,7 +5560,7 @@ local f = import 'lib/format.libsonnet';
             "overrides": [],
           },
           "gridPos": {
-            "h": 4,
+            "h": 8,
             "w": 6,
             "x": 0,
             "y": 23,
@@ -5618,7 +5618,7 @@ local f = import 'lib/format.libsonnet';
           },
           "gridPos": {
             "h": 8,
-            "w": 12,
+            "w": 18,
             "x": 6,
             "y": 23,
           },
