@@ -47,9 +47,11 @@ def _gauge(metric: catalog.Metric) -> GaugeMetricFamily:
     return GaugeMetricFamily(metric.name, metric.help, labels=metric.labels)
 
 
-def render(snapshots: Sequence[LayerSnapshot], rank: str, balances: Sequence[LayerBalance] = ()) -> list[Metric]:
+def render(
+    snapshots: Sequence[LayerSnapshot], rank: str, balances: Sequence[LayerBalance] = (), per_expert: bool = True
+) -> list[Metric]:
     """Metric families for ``snapshots`` and ``balances`` (one entry per layer); empty families
-    are still typed."""
+    are still typed. Without ``per_expert``, no per-expert counter at all."""
     # prometheus_client appends _total to counter names itself.
     tokens = CounterMetricFamily(
         EXPERT_TOKENS.name.removesuffix("_total"), EXPERT_TOKENS.help, labels=EXPERT_TOKENS.labels
@@ -57,11 +59,12 @@ def render(snapshots: Sequence[LayerSnapshot], rank: str, balances: Sequence[Lay
     experts, top_k = _gauge(LAYER_EXPERTS), _gauge(LAYER_TOP_K)
     for snap in snapshots:
         layer = {"model_name": snap.key.model_name, "layer": snap.key.layer, "rank": rank}
-        for expert, count in enumerate(snap.tokens):
+        for expert, count in enumerate(snap.tokens if per_expert else ()):
             tokens.add_metric(_labels_in_catalog_order(EXPERT_TOKENS, {**layer, "expert": str(expert)}), float(count))
         experts.add_metric(_labels_in_catalog_order(LAYER_EXPERTS, layer), float(snap.num_experts))
         top_k.add_metric(_labels_in_catalog_order(LAYER_TOP_K, layer), float(snap.top_k))
-    return [tokens, experts, top_k, *_render_balances(balances, rank)]
+    families = [tokens] if per_expert else []
+    return [*families, experts, top_k, *_render_balances(balances, rank)]
 
 
 def _render_balances(balances: Sequence[LayerBalance], rank: str) -> list[Metric]:
@@ -85,13 +88,14 @@ def _render_balances(balances: Sequence[LayerBalance], rank: str) -> list[Metric
 class ExpertLoadCollector(Collector):
     """Serves the sampler's latest totals; a scrape never touches the device."""
 
-    def __init__(self, latest: Callable[[], Exported | None], rank: str):
+    def __init__(self, latest: Callable[[], Exported | None], rank: str, per_expert: bool = True):
         self._latest = latest
         self.rank = rank
+        self.per_expert = per_expert
 
     def collect(self) -> Iterator[Metric]:
         latest = self._latest()
         if latest is None:
-            yield from render((), self.rank)
+            yield from render((), self.rank, per_expert=self.per_expert)
         else:
-            yield from render(latest.totals, self.rank, latest.balances)
+            yield from render(latest.totals, self.rank, latest.balances, self.per_expert)

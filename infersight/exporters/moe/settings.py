@@ -23,6 +23,9 @@ ADDR_VAR = "INFERSIGHT_MOE_EXPORTER_ADDR"
 INTERVAL_VAR = "INFERSIGHT_MOE_EXPORTER_INTERVAL"
 # The balance figures' window; the bundle's moe.window (5m by default) should be the same.
 WINDOW_VAR = "INFERSIGHT_MOE_EXPORTER_WINDOW"
+# Off drops the per-expert counters (layers x experts per rank); the alerts read only the
+# per-layer gauges, the dashboard's per-expert panels go blank.
+PER_EXPERT_VAR = "INFERSIGHT_MOE_EXPORTER_PER_EXPERT"
 WEB_CONFIG_VAR = "INFERSIGHT_MOE_EXPORTER_WEB_CONFIG"  # exporter-toolkit web config: TLS, basic auth
 
 DEFAULT_PORT = 9836  # the GPU exporter has 9835; worker ranks on one host add their local rank
@@ -46,6 +49,7 @@ class Settings:
     addr: str = DEFAULT_ADDR
     interval_s: float = DEFAULT_INTERVAL_S
     window_s: float = DEFAULT_WINDOW_S
+    per_expert: bool = True
     web: WebConfig = field(default_factory=WebConfig)
 
     def port_for(self, local_rank: int) -> int:
@@ -58,14 +62,13 @@ class Settings:
         return port
 
 
-def _flag(env: Mapping[str, str]) -> bool:
-    raw = env.get(ENABLE_VAR, "")
-    value = raw.strip().lower()
+def _switch(text: str) -> bool:
+    value = text.lower()
     if value in _TRUE:
         return True
     if value in _FALSE:
         return False
-    raise SettingsError(f"{ENABLE_VAR}={raw!r} is not a switch; use 1/true/yes/on or 0/false/no/off")
+    raise ValueError("is not a switch; use 1/true/yes/on or 0/false/no/off")
 
 
 def _read(env: Mapping[str, str], var: str, default: T, parse: Callable[[str], T]) -> T:
@@ -125,7 +128,7 @@ def _web(text: str) -> WebConfig:
 
 def from_env(env: Mapping[str, str]) -> Settings:
     """Parse the plugin's variables. When the switch is off, nothing else is read (or validated)."""
-    if not _flag(env):
+    if not _read(env, ENABLE_VAR, False, _switch):
         return Settings(enabled=False)
     return Settings(
         enabled=True,
@@ -133,5 +136,6 @@ def from_env(env: Mapping[str, str]) -> Settings:
         addr=_read(env, ADDR_VAR, DEFAULT_ADDR, _addr),
         interval_s=_read(env, INTERVAL_VAR, DEFAULT_INTERVAL_S, _interval),
         window_s=_read(env, WINDOW_VAR, DEFAULT_WINDOW_S, _window),
+        per_expert=_read(env, PER_EXPERT_VAR, True, _switch),
         web=_read(env, WEB_CONFIG_VAR, WebConfig(), _web),
     )

@@ -90,6 +90,16 @@ def test_balance_gauges_per_layer_and_no_shares_for_a_layer_without_tokens() -> 
         assert catalog.get(name).labels == ("model_name", "layer", "rank")
 
 
+def test_without_per_expert_counters_the_layer_gauges_remain() -> None:
+    """A large fleet may drop the 6,144 counters per rank (48 x 128); the alerts never read them."""
+    exported = Exported(SNAPSHOTS, BALANCES)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ExpertLoadCollector(lambda: exported, "3", per_expert=False))
+    names = {name for name, _, _ in samples(generate_latest(registry).decode())}
+    assert "infersight_moe_expert_tokens_total" not in names
+    assert {"infersight_moe_layer_experts", "infersight_moe_layer_top_k", *BALANCE_GAUGES} <= names
+
+
 def test_a_layer_whose_window_has_no_span_yet_sends_no_balance_gauges() -> None:
     """Right after a start (or a reset) the window spans no time: tokens per second would be 0/0."""
     just_started = [LayerBalance(LayerKey("tiny-moe", "0"), 0.0, 0, None, None, None)]

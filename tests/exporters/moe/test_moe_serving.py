@@ -83,6 +83,23 @@ def test_balance_over_the_window_reaches_the_endpoint(runtime: serving.Runtime) 
     assert 0 < got["infersight_moe_layer_window_seconds"] <= 300
 
 
+def test_per_expert_counters_switched_off_leave_the_layer_gauges() -> None:
+    rt = serving.Runtime(Settings(enabled=True, base_port=free_port(), interval_s=0.05, per_expert=False), RANK)
+    rt.start()
+    try:
+        counter = LayerCounter(4, 2, "cpu", 8)
+        rt.counters.register(LayerKey("m", "0"), counter)
+        url = f"http://127.0.0.1:{rt.port}/metrics"
+        wait_until(lambda: "infersight_moe_layer_window_tokens" in layer_gauges(url), timeout=10, what="a reading")
+        counter.add(torch.tensor([[0, 3], [3, 1]]))
+        wait_until(
+            lambda: layer_gauges(url).get("infersight_moe_layer_window_tokens") == 4.0, timeout=10, what="the window"
+        )
+        assert expert_tokens(url) == {}
+    finally:
+        rt.stop()
+
+
 def test_port_in_use_is_logged_and_counting_goes_on(caplog: pytest.LogCaptureFixture) -> None:
     # Attached directly: once vLLM is imported its "vllm" logger stops propagating to the root.
     logging.getLogger("vllm.infersight_moe").addHandler(caplog.handler)

@@ -11,6 +11,7 @@ from infersight.exporters.moe.settings import (
     DEFAULT_PORT,
     ENABLE_VAR,
     INTERVAL_VAR,
+    PER_EXPERT_VAR,
     PORT_VAR,
     WEB_CONFIG_VAR,
     WINDOW_VAR,
@@ -35,6 +36,7 @@ def test_on_values_enable_with_defaults(value: str) -> None:
     s = from_env({ENABLE_VAR: value})
     assert s.enabled and s.base_port == DEFAULT_PORT and s.addr == "127.0.0.1" and s.interval_s == 1.0
     assert s.window_s == 300.0  # the bundle's default moe.window
+    assert s.per_expert  # the dashboard's per-expert panels read the counters
     assert s.web.basic_auth_users == {} and s.web.tls is None
 
 
@@ -44,10 +46,16 @@ def test_values_are_read() -> None:
     assert s.port_for(3) == 9903
 
 
+@pytest.mark.parametrize(("value", "expected"), [("0", False), ("off", False), ("1", True), ("", True)])
+def test_per_expert_counters_can_be_switched_off(value: str, expected: bool) -> None:
+    assert from_env({ENABLE_VAR: "1", PER_EXPERT_VAR: value}).per_expert is expected
+
+
 @pytest.mark.parametrize(
     ("var", "value", "message"),
     [
         (ENABLE_VAR, "maybe", "is not a switch; use 1/true/yes/on or 0/false/no/off"),
+        (PER_EXPERT_VAR, "some", "is not a switch; use 1/true/yes/on or 0/false/no/off"),
         (PORT_VAR, "http", "is not an integer; use a TCP port 1-65535"),
         (PORT_VAR, "70000", "out of range; use a TCP port 1-65535"),
         (PORT_VAR, "0", "out of range"),
