@@ -21,13 +21,13 @@ from infersight.stack.process import http_get, wait_until
 RANK = RankInfo(rank=0, local_rank=0, tp_rank=0)
 
 
-def settings(port: int) -> Settings:
-    return Settings(enabled=True, base_port=port, interval_s=0.05)
+def settings(port: int, per_expert: bool = True) -> Settings:
+    return Settings(enabled=True, base_port=port, interval_s=0.05, per_expert=per_expert)
 
 
-@pytest.fixture
-def runtime() -> Iterator[serving.Runtime]:
-    rt = serving.Runtime(settings(free_port()), RANK).start()
+@pytest.fixture(params=[True], ids=["per-expert"])
+def runtime(request: pytest.FixtureRequest) -> Iterator[serving.Runtime]:
+    rt = serving.Runtime(settings(free_port(), per_expert=request.param), RANK).start()
     try:
         yield rt
     finally:
@@ -67,37 +67,31 @@ def layer_gauges(url: str) -> dict[str, float]:
     }
 
 
-def test_balance_over_the_window_reaches_the_endpoint(runtime: serving.Runtime) -> None:
+def route_within_the_window(runtime: serving.Runtime) -> str:
+    """Route 4 expert-token counts (1, 1, 0, 2) after a first reading; the endpoint's URL once
+    the window holds them."""
     counter = LayerCounter(4, 2, "cpu", 8)
     runtime.counters.register(LayerKey("m", "0"), counter)
     url = f"http://127.0.0.1:{runtime.port}/metrics"
     wait_until(lambda: "infersight_moe_layer_window_tokens" in layer_gauges(url), timeout=10, what="a first reading")
-    counter.add(torch.tensor([[0, 3], [3, 1]]))  # within the window: tokens 1, 1, 0, 2 of 4
+    counter.add(torch.tensor([[0, 3], [3, 1]]))
     wait_until(
         lambda: layer_gauges(url).get("infersight_moe_layer_window_tokens") == 4.0, timeout=10, what="the window"
     )
-    got = layer_gauges(url)
+    return url
+
+
+def test_balance_over_the_window_reaches_the_endpoint(runtime: serving.Runtime) -> None:
+    got = layer_gauges(route_within_the_window(runtime))
     assert got["infersight_moe_layer_dead_experts"] == 1.0
     assert got["infersight_moe_layer_max_share"] == 0.5
     assert got["infersight_moe_layer_share_variance"] == pytest.approx((0 + 0 + 0.25**2 + 0.25**2) / 4)
     assert 0 < got["infersight_moe_layer_window_seconds"] <= 300
 
 
-def test_per_expert_counters_switched_off_leave_the_layer_gauges() -> None:
-    rt = serving.Runtime(Settings(enabled=True, base_port=free_port(), interval_s=0.05, per_expert=False), RANK)
-    rt.start()
-    try:
-        counter = LayerCounter(4, 2, "cpu", 8)
-        rt.counters.register(LayerKey("m", "0"), counter)
-        url = f"http://127.0.0.1:{rt.port}/metrics"
-        wait_until(lambda: "infersight_moe_layer_window_tokens" in layer_gauges(url), timeout=10, what="a reading")
-        counter.add(torch.tensor([[0, 3], [3, 1]]))
-        wait_until(
-            lambda: layer_gauges(url).get("infersight_moe_layer_window_tokens") == 4.0, timeout=10, what="the window"
-        )
-        assert expert_tokens(url) == {}
-    finally:
-        rt.stop()
+@pytest.mark.parametrize("runtime", [False], ids=["no-per-expert"], indirect=True)
+def test_per_expert_counters_switched_off_leave_the_layer_gauges(runtime: serving.Runtime) -> None:
+    assert expert_tokens(route_within_the_window(runtime)) == {}
 
 
 def test_port_in_use_is_logged_and_counting_goes_on(caplog: pytest.LogCaptureFixture) -> None:
