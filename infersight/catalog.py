@@ -813,6 +813,15 @@ _METRICS: tuple[Metric, ...] = (
         "Experts each token is routed to in one MoE layer (expert-token counts / top_k = tokens).",
         "short",
     ),
+    _own(
+        "infersight_moe_exporter_window_seconds",
+        GAUGE,
+        Source.INFERSIGHT_MOE,
+        ("rank",),
+        "The balance window this exporter was started with (INFERSIGHT_MOE_EXPORTER_WINDOW); the bundle's "
+        "moe.window should be the same.",
+        "s",
+    ),
     # Per-layer balance over the exporter's window (exporters/moe/balance.py): what the alerts
     # read, instead of rating every (layer, expert) counter. Share figures are absent while the
     # layer routed nothing in the window.

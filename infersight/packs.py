@@ -191,7 +191,9 @@ PACKS: tuple[Pack, ...] = (
         reads=frozenset(
             {
                 "infersight_moe_expert_tokens_total",
+                "infersight_moe_exporter_window_seconds",
                 "infersight_moe_layer_experts",
+                "infersight_moe_layer_top_k",
                 "infersight_moe_layer_window_seconds",
                 "infersight_moe_layer_window_tokens",
                 "infersight_moe_layer_share_variance",

@@ -77,7 +77,7 @@ def test_dashboard_only_histograms_move_and_what_prompt_alerts_read_stays() -> N
     ):
         assert intervals[name] == "2m", name
     assert _names(Config(), "infersight-moe.rules") == {
-        "layer:infersight_moe_layer_share_variance:weighted_avg",
+        "layer:infersight_moe_layer_share_variance:replica_max",
         "layer:infersight_moe_layer_dead_experts:max",
     }
     # Burn-rate alerts (no for:) read the SLO recordings; target, queue and KV alerts the golden ones.

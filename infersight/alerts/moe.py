@@ -21,12 +21,12 @@ def _imbalance(cfg: Config) -> Alert:
         "moe",
         IMBALANCE,
         a,
-        f"{moe_rules.SHARE_VARIANCE_AVG} > {num(a.variance_threshold)}",
+        f"{moe_rules.SHARE_VARIANCE_WORST} > {num(a.variance_threshold)}",
         "Tokens are persistently routed unevenly across the experts of an MoE layer.",
         "Layer {{ $labels.layer }} of {{ $labels.model_name }} (job {{ $labels.job }}): the variance of "
-        'per-expert load shares is {{ $value | printf "%.4f" }} over the MoE exporter\'s window '
-        f"(threshold {num(a.variance_threshold)}, the ranks' mean weighted by their tokens); hot experts slow "
-        "every step of the batch.",
+        'per-expert load shares is {{ $value | printf "%.4f" }} beyond chance over the MoE exporter\'s window on '
+        f"the most uneven replica (threshold {num(a.variance_threshold)}); the MoE dashboard's Most uneven "
+        "replicas panel names it. Hot experts slow every step of the batch.",
     )
 
 
@@ -41,7 +41,8 @@ def _dead_expert(cfg: Config) -> Alert:
         "MoE experts receive no tokens while their layer has traffic.",
         "{{ $value }} expert(s) of layer {{ $labels.layer }} ({{ $labels.model_name }}, job {{ $labels.job }}) "
         "received no tokens in the MoE exporter's window on a rank that routed enough to judge on its own "
-        "(the worst such rank); the MoE dashboard's per-expert panels name them.",
+        "(the worst such rank); the MoE dashboard's per-expert panels name them (not with "
+        "INFERSIGHT_MOE_EXPORTER_PER_EXPERT=0, which drops the per-expert counters).",
     )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from infersight.config.common import MODEL_LABEL_VALUE, AlertRule, PackSection, Strict
+from infersight.config.common import MODEL_LABEL_VALUE, AlertRule, PackSection, Strict, label_names_valid
 from infersight.durations import Duration
 from infersight.inputs import brief
 
@@ -35,7 +35,13 @@ class MoE(PackSection):
     # in the exporter's window (INFERSIGHT_MOE_EXPORTER_WINDOW), over the model's ranks; below
     # it, shares are noise. A dead expert counts only on ranks that routed this many alone.
     min_expected_tokens_per_expert: float = Field(default=100.0, gt=0)
-    top_experts: int = Field(default=10, ge=1, le=100)  # rows of the dashboard's hot-expert panel
+    # The target labels that tell one replica (a vLLM server and its ranks) from another: each is
+    # judged apart and the imbalance alert reads the worst, so one skewed replica is not diluted by
+    # its even peers. namespace and pod are what a PodMonitor sets; series without them are judged
+    # together under their job. [] judges every model's ranks together.
+    replica_labels: list[str] = Field(default=["namespace", "pod"], max_length=5)
+    # Rows of the dashboard's hot-expert and most-uneven-replica panels.
+    top_experts: int = Field(default=10, ge=1, le=100)
     alerts: MoEAlerts = MoEAlerts()
 
     @field_validator("models")
@@ -46,6 +52,17 @@ class MoE(PackSection):
                 raise ValueError(f"{brief(name)} must be a model_name of 1-200 printable characters")
         if len(set(v)) != len(v):
             raise ValueError("lists a model_name twice")
+        return v
+
+    @field_validator("replica_labels")
+    @classmethod
+    def _replica_labels_sane(cls, v: list[str]) -> list[str]:
+        label_names_valid(v)
+        taken = sorted(set(v) & {"job", "model_name", "layer", "expert", "rank", "__name__"})
+        if taken:
+            raise ValueError(f"{taken} already identify a layer or a rank; list only labels that tell replicas apart")
+        if len(set(v)) != len(v):
+            raise ValueError("lists a label twice")
         return v
 
     def windows(self) -> dict[str, Duration]:

@@ -21,19 +21,29 @@ _LAYER = "{{model_name}} L{{layer}}"
 _EXPERT = "{{model_name}} L{{layer}} E{{expert}}"
 
 
-_JUDGED = "Layers whose ranks together routed too few tokens in the window to judge are left out."
+_JUDGED = (
+    "The ranks' figures weighted by their tokens, over ranks that routed enough tokens in the window on their own "
+    "(a thin rank's busiest expert is mostly chance)."
+)
+
+
+def _replica(cfg: Config) -> str:
+    """Legend of one layer of one replica: the replica's labels where the series have them."""
+    return " ".join([_LAYER, *(f"{{{{{label}}}}}" for label in cfg.moe.replica_labels)])
 
 
 def _balance(cfg: Config) -> Section:
     return Section(
-        "Load balance per layer (the ranks' figures weighted by their tokens, over the MoE exporter's window)",
+        "Load balance per layer (over the MoE exporter's window)",
         [
             timeseries(
                 "Share variance per layer",
-                "Variance of per-expert load shares within each layer, the expert activation rate variance "
-                f"(alert threshold {cfg.moe.alerts.imbalance.variance_threshold:g}). {_JUDGED}",
+                "Variance of per-expert load shares within each layer, the expert activation rate variance, beyond "
+                "what chance gives an even router on few tokens; the worst replica's (alert threshold "
+                f"{cfg.moe.alerts.imbalance.variance_threshold:g}). Replicas whose ranks together routed too few "
+                "tokens in the window to judge are left out.",
                 "short",
-                [Query(promql.recorded(moe_rules.SHARE_VARIANCE_AVG, LAYER_FILTERS), _LAYER)],
+                [Query(promql.recorded(moe_rules.SHARE_VARIANCE_WORST, LAYER_FILTERS), _LAYER)],
             ),
             timeseries(
                 "Hot-expert factor per layer",
@@ -56,15 +66,16 @@ def _balance(cfg: Config) -> Section:
                 [Query(promql.recorded(moe_rules.DEAD_EXPERTS_MAX, LAYER_FILTERS), _LAYER)],
             ),
             stat(
-                "Most uneven ranks",
-                "The ranks (one replica's worker each) whose layers route most unevenly, by their own share "
-                "variance: the per-layer figures above pool every rank of a model, so one skewed replica among "
-                "many even ones shows here first. Read from the exporter's gauges when the dashboard opens.",
+                "Most uneven replicas",
+                "The replicas (moe.replica_labels) whose layers route most unevenly: each one's share variance "
+                "beyond chance, its ranks weighted by their tokens. The per-layer variance above is the worst of "
+                "these; this names the replica. Replicas whose ranks together routed too few tokens to judge are "
+                "left out. Read from the exporter's gauges when the dashboard opens.",
                 "short",
                 [
                     Query(
-                        f"topk({cfg.moe.top_experts}, {moe_rules.gauge(cfg, moe_rules.SHARE_VARIANCE, LAYER_FILTERS)})",
-                        "{{model_name}} L{{layer}} rank {{rank}} {{instance}}",
+                        f"topk({cfg.moe.top_experts}, {moe_rules.replica_variance(cfg, LAYER_FILTERS)})",
+                        _replica(cfg),
                         instant=True,
                     )
                 ],
@@ -87,19 +98,26 @@ def _balance(cfg: Config) -> Section:
 
 
 def _exporter_window(cfg: Config) -> StatPanel:
-    """The span the exporters' figures cover, against the bundle's moe.window: the token gate and
-    the alerts' timing assume that window, and nothing else notices an exporter set otherwise."""
-    window_s = cfg.scaled(cfg.moe.window).total_seconds
-    spans = promql.series(moe_rules.WINDOW_SECONDS, [*cfg.selectors.moe_exporter, *LAYER_FILTERS])
+    """The window each exporter was started with, against the bundle's moe.window: the token gate
+    and the alerts' timing assume that window, and nothing else notices an exporter set otherwise.
+    The configured value, not the span its figures cover (which runs up to a twentieth and a
+    sampling interval longer), so any difference shows and none is a false one."""
+    window = cfg.scaled(cfg.moe.window)
+    started = promql.series(moe_rules.EXPORTER_WINDOW, [*cfg.selectors.moe_exporter, *filters("job")])
+    # A ratio, so the threshold is the same for every moe.window: 100 % is the bundle's own.
+    queries = [
+        Query(f"{promql.agg(op, ('job',), started)}\n/ {window.total_seconds:.6g}", f"{{{{job}}}} {name}", instant=True)
+        for op, name in (("min", "shortest"), ("max", "longest"))
+    ]
     return stat(
         "Exporter window",
-        f"The longest span the MoE exporters' balance figures cover, per model. It should read {window_s:g} s "
-        "(the bundle's moe.window) to a twentieth and a copy interval more, after the first window since a start; "
-        "orange means INFERSIGHT_MOE_EXPORTER_WINDOW differs from moe.window.",
-        "s",
-        [Query(promql.agg("max", ("model_name",), spans), "{{model_name}}", instant=True)],
+        "The balance window the MoE exporters were started with (INFERSIGHT_MOE_EXPORTER_WINDOW), shortest and "
+        f"longest per job, over the bundle's moe.window ({window}). Anything but 100 % (orange) means an exporter "
+        "judges another window than the token gate and the alerts assume.",
+        "percentunit",
+        queries,
         height=8,
-        thresholds=((None, "orange"), (0.95 * window_s, "green"), (1.2 * window_s, "orange")),
+        thresholds=((None, "orange"), (0.999, "green"), (1.001, "orange")),
     )
 
 

@@ -108,9 +108,16 @@ FORMATS: dict[str, Callable[[Value], str]] = {
     "pct": lambda v: format(_number(v) * 100, ".6g"),
     "int": lambda v: str(int(_number(v))),
     "duration": str,
+    # A duration as seconds, where PromQL needs a number (format(seconds, ".6g")).
+    "seconds_g6": lambda v: format(Duration.parse(str(v)).total_seconds, ".6g"),
     "matchers": _matchers,
 }
-_KIND_FORMATS = {"float": ("repr", "g6"), "int": ("int",), "duration": ("duration",), "matchers": ("matchers",)}
+_KIND_FORMATS = {
+    "float": ("repr", "g6"),
+    "int": ("int",),
+    "duration": ("duration", "seconds_g6"),
+    "matchers": ("matchers",),
+}
 
 
 def _under(path: Path, prefixes: tuple[tuple[str, ...], ...]) -> bool:
@@ -286,6 +293,8 @@ class _Walk:
                 self.labels.update(dict.fromkeys(_SENTINEL_NAME.findall(printed), key))
             else:
                 self.tokens[str(s)] = (key, "")
+            if leaf.kind == "duration":
+                self.tokens[FORMATS["seconds_g6"](s)] = (key, "")
             if leaf.kind == "float":
                 self.tokens[FORMATS["pct"](s)] = (key, "pct")
                 self.numbers[_number(s)] = (key, "number")

@@ -1,4 +1,4 @@
-"""MoE expert-balance recording rules: one figure per layer, model-wide.
+"""MoE expert-balance recording rules: one figure per layer of each model.
 
 They read the MoE exporter's per-layer balance gauges (exporters/moe/balance.py), which the
 exporter computes over its own window, not the per-expert counters: a rule rating every
@@ -7,16 +7,23 @@ rule cost at 1,000 engines (docs/scale.md). The per-expert counters are left to 
 dashboard's per-expert panels, which read them for one selection when opened.
 
 Every rank (a scrape target of its own) reports the tokens it routed; only one of a
-tensor-parallel group counts, data-parallel ranks each route their own. A layer is judged when
-the model's ranks together routed enough tokens in the window (``moe.min_expected_tokens_per_
-expert`` per expert): with too few, shares are noise. Many data-parallel ranks may each route
-few tokens, so judging rank by rank would silence exactly the widest deployments. The share
-figures are the ranks' own, averaged weighted by their tokens: expert-parallel load follows the
-pooled shares, which the exporter cannot see, and this mean bounds their variance from above
-(the noise a thin rank adds is weighted by its few tokens). A dead expert is another matter: a
-thin rank misses experts by chance, so it counts only on ranks that routed enough on their own,
-where a live expert has next to no chance of getting none; the worst of them counts, so a dead
-expert behind one replica (a bad shard on one pod) is not hidden by healthy peers.
+tensor-parallel group counts, data-parallel ranks each route their own.
+
+- Imbalance is judged per replica (``moe.replica_labels``, namespace and pod by default), and
+  the layer's figure is the worst replica's: pooled with many even peers, one replica's hot
+  expert would be diluted below any threshold. A replica is judged when its ranks together
+  routed enough tokens in the window (``moe.min_expected_tokens_per_expert`` per expert): many
+  data-parallel ranks may each route few, so judging rank by rank would silence exactly the
+  widest deployments. Its figure is its ranks' share variances weighted by their tokens, each
+  less the variance that chance alone gives an even router on that rank's few tokens
+  (:func:`chance_variance`): without that, a thousand nearly idle ranks add up to an imbalance
+  nobody routed. Weighted ranks bound the variance of the pooled (expert-parallel) shares from
+  above.
+- The hot-expert factor and balancedness have no such chance term (a maximum has no simple
+  one), so only ranks that routed enough on their own count there.
+- A dead expert counts only on ranks that routed enough on their own (a thin rank misses
+  experts by chance, a judged one next to never); the worst rank counts, so a dead expert
+  behind one replica (a bad shard on one pod) is not hidden by healthy peers.
 
 The gauges are read as their last sample within a few scrapes: one scrape of the exporter that
 times out under load writes stale markers, which must not restart an alert's ``for:``.
@@ -28,10 +35,13 @@ from collections.abc import Sequence
 
 from infersight import conventions, promql
 from infersight.config import Config
+from infersight.durations import Duration
 from infersight.rules import RecordingRule, RuleGroup
 
 TOKENS = "infersight_moe_expert_tokens_total"
 EXPERTS = "infersight_moe_layer_experts"
+TOP_K = "infersight_moe_layer_top_k"
+EXPORTER_WINDOW = "infersight_moe_exporter_window_seconds"  # as configured, per rank
 WINDOW_SECONDS = "infersight_moe_layer_window_seconds"
 WINDOW_TOKENS = "infersight_moe_layer_window_tokens"
 SHARE_VARIANCE = "infersight_moe_layer_share_variance"
@@ -39,15 +49,18 @@ MAX_SHARE = "infersight_moe_layer_max_share"
 DEAD_EXPERTS = "infersight_moe_layer_dead_experts"
 LAYER = ("job", "model_name", "layer")
 EXPERT = (*LAYER, "expert")
-# A gauge's last sample counts for this many scrape intervals: two failed scrapes in a row are
-# bridged, a rank gone for longer drops out.
+# A gauge's last sample counts for this many scrape intervals (intervals.scrape), and at least
+# GAUGE_HOLD_MIN: two failed scrapes in a row are bridged, a rank gone for longer drops out. The
+# floor covers an exporter scraped less often than the bundle's scrape interval (a 60 s
+# PodMonitor): with 3 x 15 s, every other evaluation would find no sample at all.
 GAUGE_HOLD_SCRAPES = 3
+GAUGE_HOLD_MIN = Duration.parse("2m")
 
 
 # Per layer, model-wide. The rate is of every layer (for traffic panels); the rest only of layers
 # whose ranks together routed enough tokens to judge.
 LAYER_RATE = conventions.record_name("layer", WINDOW_TOKENS, "rate")  # expert-token counts/s, over ranks
-SHARE_VARIANCE_AVG = conventions.record_name("layer", SHARE_VARIANCE, "weighted_avg")  # by the ranks' tokens
+SHARE_VARIANCE_WORST = conventions.record_name("layer", SHARE_VARIANCE, "replica_max")  # beyond chance, worst replica
 MAX_OVER_MEAN = conventions.record_name("layer", MAX_SHARE, "max_over_mean")  # busiest expert / layer mean
 BALANCEDNESS = conventions.record_name("layer", MAX_SHARE, "balancedness")  # vLLM EPLB's mean / max
 DEAD_EXPERTS_MAX = conventions.record_name("layer", DEAD_EXPERTS, "max")  # the worst rank judged alone
@@ -55,7 +68,7 @@ DEAD_EXPERTS_MAX = conventions.record_name("layer", DEAD_EXPERTS, "max")  # the 
 
 def gauge(cfg: Config, name: str, matchers: Sequence[str] = ()) -> str:
     """The exporter's gauge ``name`` per rank and layer: its last sample within a few scrapes."""
-    hold = cfg.scaled(cfg.intervals.scrape * GAUGE_HOLD_SCRAPES)
+    hold = cfg.scaled(max(cfg.intervals.scrape * GAUGE_HOLD_SCRAPES, GAUGE_HOLD_MIN))
     return promql.range_fn("last_over_time", name, hold, [*cfg.selectors.moe_exporter, *matchers])
 
 
@@ -63,22 +76,57 @@ def _enough(cfg: Config, tokens: str, experts: str) -> str:
     return f"{tokens}\n/\n{experts}\n>= {promql.number(cfg.moe.min_expected_tokens_per_expert)}"
 
 
-def judged(cfg: Config, layer_expr: str) -> str:
-    """``layer_expr`` (per layer) where the model's ranks together routed enough tokens."""
-    model_wide = _enough(
+def replica(cfg: Config) -> tuple[str, ...]:
+    """The labels of one layer of one replica (moe.replica_labels)."""
+    return (*LAYER, *cfg.moe.replica_labels)
+
+
+def judged(cfg: Config, expr: str, by: Sequence[str], matchers: Sequence[str] = ()) -> str:
+    """``expr`` (grouped ``by``) where the ranks of its group together routed enough tokens."""
+    together = _enough(
         cfg,
-        promql.sum_by(LAYER, gauge(cfg, WINDOW_TOKENS)),
-        promql.agg("max", LAYER, gauge(cfg, EXPERTS)),
+        promql.sum_by(by, gauge(cfg, WINDOW_TOKENS, matchers)),
+        promql.agg("max", by, gauge(cfg, EXPERTS, matchers)),
     )
-    return f"{layer_expr}\nand\n({model_wide})"
+    return f"{expr}\nand\n({together})"
 
 
-def token_weighted(cfg: Config, rank_expr: str) -> str:
-    """The mean of ``rank_expr`` (per rank and layer) over a layer's ranks, weighted by the
-    tokens each routed in the window."""
-    tokens = gauge(cfg, WINDOW_TOKENS)
-    weighted = promql.sum_by(LAYER, f"({rank_expr})\n* {tokens}")
-    return f"{weighted}\n/\n{promql.sum_by(LAYER, tokens)}"
+def chance_variance(cfg: Config, matchers: Sequence[str] = ()) -> str:
+    """Per rank and layer, the share variance its router shows by chance alone if it spreads its
+    n expert-token counts evenly over E experts, k distinct per token: each expert's count is then
+    binomial, so each share varies by (1/E)(1 - k/E)/n. A rank with few tokens shows this much
+    imbalance however even its router is; weighted by its n, it adds (1 - k/E)/E to the sum,
+    whatever its n, so a thousand idle ranks would add up to an imbalance nobody routed."""
+    experts, tokens = gauge(cfg, EXPERTS, matchers), gauge(cfg, WINDOW_TOKENS, matchers)
+    return f"(1 - {gauge(cfg, TOP_K, matchers)} / {experts})\n/\n({experts} * {tokens})"
+
+
+def rank_enough(cfg: Config) -> str:
+    """Per rank and layer: the rank alone routed enough tokens in the window to judge."""
+    return _enough(cfg, gauge(cfg, WINDOW_TOKENS), gauge(cfg, EXPERTS))
+
+
+def token_weighted(
+    cfg: Config, rank_expr: str, by: Sequence[str], only: str | None = None, matchers: Sequence[str] = ()
+) -> str:
+    """The mean of ``rank_expr`` (per rank and layer) over the ranks of each group ``by`` (those
+    where ``only`` holds, if given), weighted by the tokens each routed in the window."""
+    tokens = weights = gauge(cfg, WINDOW_TOKENS, matchers)
+    if only is not None:
+        rank_expr, weights = f"{rank_expr}\nand\n({only})", f"{tokens}\nand\n({only})"
+    weighted = promql.sum_by(by, f"({rank_expr})\n* {tokens}")
+    return f"{weighted}\n/\n{promql.sum_by(by, weights)}"
+
+
+def replica_variance(cfg: Config, matchers: Sequence[str] = ()) -> str:
+    """Per replica and layer (judged replicas only): the share variance its router shows beyond
+    chance, the ranks' own weighted by their tokens. Weighted by tokens, the ranks' variances bound
+    the variance of their pooled shares from above (the expert-parallel load, which no single
+    exporter sees)."""
+    excess = f"{gauge(cfg, SHARE_VARIANCE, matchers)}\n-\n{chance_variance(cfg, matchers)}"
+    by = replica(cfg)
+    weighted = token_weighted(cfg, excess, by, matchers=matchers)
+    return judged(cfg, f"clamp_min(\n{weighted},\n0\n)", by, matchers)
 
 
 def expert_rate(cfg: Config, matchers: Sequence[str] = ()) -> str:
@@ -103,17 +151,20 @@ def relative_load(cfg: Config, matchers: Sequence[str] = ()) -> str:
 
 
 def groups(cfg: Config) -> list[RuleGroup]:
-    tokens, experts = gauge(cfg, WINDOW_TOKENS), gauge(cfg, EXPERTS)
-    hot_factor = f"{gauge(cfg, MAX_SHARE)} * {experts}"  # busiest expert over the layer's mean, per rank
+    tokens = gauge(cfg, WINDOW_TOKENS)
+    hot_factor = f"{gauge(cfg, MAX_SHARE)} * {gauge(cfg, EXPERTS)}"  # busiest expert over the layer's mean, per rank
     per_second = f"{tokens}\n/\n{gauge(cfg, WINDOW_SECONDS)}"
-    rank_judged = f"{gauge(cfg, DEAD_EXPERTS)}\nand\n({_enough(cfg, tokens, experts)})"
     rules = (
         RecordingRule(LAYER_RATE, promql.sum_by(LAYER, per_second)),
-        RecordingRule(SHARE_VARIANCE_AVG, judged(cfg, token_weighted(cfg, gauge(cfg, SHARE_VARIANCE)))),
-        RecordingRule(MAX_OVER_MEAN, judged(cfg, token_weighted(cfg, hot_factor))),
+        RecordingRule(SHARE_VARIANCE_WORST, promql.agg("max", LAYER, replica_variance(cfg))),
+        # A thin rank's busiest expert is mostly chance, and no simple term corrects a maximum:
+        # only ranks that routed enough on their own count here.
+        RecordingRule(MAX_OVER_MEAN, token_weighted(cfg, hot_factor, LAYER, only=rank_enough(cfg))),
         # vLLM's EPLB balancedness: mean over max tokens per expert (this group's rules evaluate in
         # order, so it reads the figure just recorded).
         RecordingRule(BALANCEDNESS, f"1 / {promql.recorded(MAX_OVER_MEAN)}"),
-        RecordingRule(DEAD_EXPERTS_MAX, promql.agg("max", LAYER, rank_judged)),
+        RecordingRule(
+            DEAD_EXPERTS_MAX, promql.agg("max", LAYER, f"{gauge(cfg, DEAD_EXPERTS)}\nand\n({rank_enough(cfg)})")
+        ),
     )
     return [RuleGroup("infersight-moe.rules", cfg.scaled(cfg.intervals.evaluation), rules)]

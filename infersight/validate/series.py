@@ -90,7 +90,7 @@ def panels(cfg: Config, instance: str | None) -> list[Panel]:
         Panel(
             "MoE expert load",
             "variance of shares",
-            (Line("max layer variance", promql.agg("max", (), promql.recorded(moe_rules.SHARE_VARIANCE_AVG))),),
+            (Line("max layer variance", promql.agg("max", (), promql.recorded(moe_rules.SHARE_VARIANCE_WORST))),),
             optional=True,
         ),
     ]

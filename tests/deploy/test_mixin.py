@@ -79,10 +79,12 @@ EXPOSED_KEYS = [
     "spec_decode.alerts.acceptance_collapse.baseline_offset",
     "spec_decode.alerts.acceptance_collapse.min_baseline_ratio",
     "spec_decode.alerts.acceptance_collapse.min_draft_tokens_per_second",
+    "moe.window",
     "moe.min_expected_tokens_per_expert",
     "moe.alerts.imbalance.for",
     "moe.alerts.imbalance.variance_threshold",
     "moe.alerts.dead_expert.for",
+    "gpu.warmup",  # printed as seconds (seconds_g6)
     "gpu.alerts.memory_leak.for",
     "gpu.alerts.memory_leak.kv_usage_rise",
     "gpu.alerts.predicted_oom.for",
@@ -111,6 +113,7 @@ EXPOSED_KEYS = [
     "gpu.alerts.field_missing.for",
     "exporters.alerts.down.for",
     "exporters.alerts.stale.for",
+    "exporters.alerts.stale.after",  # printed as seconds (seconds_g6)
     "exporters.alerts.errors.for",
     "exporters.alerts.errors.window",
     "exporters.alerts.errors.min_errors",
@@ -193,6 +196,8 @@ def _burn_windows(first_factor: float) -> list[dict[str, Any]]:
                 "alerts": {"serving": {"target_down": {"for": "7m"}}},
             },
         ),
+        # Printed as seconds where PromQL needs a number (the MoE dashboard's exporter-window ratio).
+        ({"moe.window": "10m"}, {"moe": {"window": "10m"}}),
         # A window that names recording rules renames them everywhere, dashboards included.
         ({"intervals.rate": "10m"}, {"intervals": {"rate": "10m"}}),
         (

@@ -10,7 +10,9 @@ import yaml
 
 from infersight import bundle, bundle_files
 from infersight.config import Config, ConfigError, parse_config
+from infersight.dashboards.moe import LAYER_FILTERS
 from infersight.lint import dashboard_queries, metric_names, substitute
+from infersight.recording_rules import moe as moe_rules
 from tests.grafana_schema import schema_problems
 
 FILES = bundle_files.render(bundle.build(Config()))
@@ -43,32 +45,39 @@ def test_dashboard_has_a_valid_heatmap_and_reads_only_recordings_and_the_expert_
             assert metric_names(plain) == {"infersight_moe_expert_tokens_total"}, where
             assert "[$__rate_interval]" in expr, where
             seen.add(where)
-        elif "Most uneven ranks" in where:
-            # One gauge per (layer, rank), read when opened: the recordings pool the ranks.
-            assert metric_names(plain) == {"infersight_moe_layer_share_variance"}, where
+        elif "Most uneven replicas" in where:
+            # Each replica's figure, read when opened: the recording keeps only the worst of them.
+            assert expr == f"topk(10, {moe_rules.replica_variance(Config(), LAYER_FILTERS)})", where
             seen.add(where)
         elif "Exporter window" in where:
-            assert metric_names(plain) == {"infersight_moe_layer_window_seconds"}, where
+            assert metric_names(plain) == {"infersight_moe_exporter_window_seconds"}, where
             seen.add(where)
         else:
             assert metric_names(plain) <= recorded, where
-    assert len(seen) == 5
+    assert len(seen) == 6  # three per-expert panels, two exporter-window queries, one most-uneven
     assert [v["name"] for v in BOARD["templating"]["list"]] == ["datasource", "job", "model_name", "layer"]
     top = next(p for p in BOARD["panels"] if p["title"].startswith("Top "))
     assert top["targets"][0]["expr"].startswith("topk(10, ")
 
 
+def _colour(steps: list[dict[str, Any]], value: float) -> str:
+    """The colour Grafana gives ``value``: the last step at or below it."""
+    return [s["color"] for s in steps if s["value"] is None or value >= s["value"]][-1]
+
+
 def test_exporter_window_panel_turns_orange_off_the_bundles_window() -> None:
-    """An exporter left at another INFERSIGHT_MOE_EXPORTER_WINDOW is shown, not silently judged."""
-    for cfg, window_s in ((Config(), 300), (parse_config({"moe": {"window": "10m"}, "time_scale": 60}), 10)):
+    """An exporter left at another INFERSIGHT_MOE_EXPORTER_WINDOW is shown, not silently judged:
+    the panel divides the window each exporter was started with by the (scaled) moe.window."""
+    for cfg, window_s in ((Config(), "300"), (parse_config({"moe": {"window": "10m"}, "time_scale": 60}), "10")):
         board = json.loads(bundle_files.render(bundle.build(cfg))["dashboards/vllm-moe.json"])
         panel = next(p for p in board["panels"] if p["title"] == "Exporter window")
+        for target in panel["targets"]:
+            assert metric_names(target["expr"]) == {"infersight_moe_exporter_window_seconds"}
+            assert target["expr"].endswith(f"\n/ {window_s}")
         steps = panel["fieldConfig"]["defaults"]["thresholds"]["steps"]
-        assert [(s["value"], s["color"]) for s in steps] == [
-            (None, "orange"),
-            (0.95 * window_s, "green"),
-            (1.2 * window_s, "orange"),
-        ]
+        assert _colour(steps, 1.0) == "green"
+        for ratio in (0.5, 0.99, 1.01, 2.0):  # a window shorter or longer by a few seconds in 300
+            assert _colour(steps, ratio) == "orange", ratio
 
 
 def test_alerts_read_the_exporters_per_layer_gauges_never_the_expert_counters() -> None:
@@ -102,12 +111,13 @@ def test_thresholds_and_window_come_from_the_config() -> None:
     files = bundle_files.render(bundle.build(cfg))
     alerts = _alerts(files)
     assert (
-        alerts["InfersightMoEExpertImbalance"]["expr"]
-        == "layer:infersight_moe_layer_share_variance:weighted_avg > 0.01"
+        alerts["InfersightMoEExpertImbalance"]["expr"] == "layer:infersight_moe_layer_share_variance:replica_max > 0.01"
     )
     assert "[10m]" in alerts["InfersightMoEExpertLoadAbsent"]["expr"]
     rules = files["recording_rules/moe.yaml"]
-    assert rules.count(">= 250") == 3  # every judged figure: variance, max/mean (balancedness reads it), dead experts
+    # every judged figure: variance (per replica), max/mean (its ranks and weights; balancedness reads it),
+    # dead experts
+    assert rules.count(">= 250") == 4
 
 
 @pytest.mark.parametrize(
@@ -117,6 +127,9 @@ def test_thresholds_and_window_come_from_the_config() -> None:
         ({"moe": {"models": [""]}}, "moe.models"),
         ({"moe": {"window": "30s"}}, "moe.window"),
         ({"moe": {"top_experts": 0}}, "moe.top_experts"),
+        ({"moe": {"replica_labels": ["pod", "pod"]}}, "moe.replica_labels"),
+        ({"moe": {"replica_labels": ["model_name"]}}, "moe.replica_labels"),
+        ({"moe": {"replica_labels": ["no-dash"]}}, "moe.replica_labels"),
         ({"moe": {"alerts": {"imbalance": {"variance_threshold": 0}}}}, "moe.alerts.imbalance.variance_threshold"),
     ],
 )

@@ -3,12 +3,16 @@ that they can fail."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from infersight.config import parse_config
+from infersight.config import Config, parse_config
+from infersight.exporters.moe.balance import balance
+from infersight.exporters.moe.counting import LayerKey
 from tests.promtool_runner import promtool_test
 
 TEST_FILE = Path(__file__).parent / "promtool" / "moe.test.yaml"
@@ -37,3 +41,166 @@ def test_the_unit_tests_catch_a_changed_rule(tmp_path: Path, alert: str, overrid
     result = promtool_test(TEST_FILE, tmp_path, cfg)
     assert result.returncode != 0
     assert alert in result.stdout + result.stderr
+
+
+# --- many thin ranks, routed by chance -----------------------------------------------------------
+# Each rank's share variance is the exporter's own figure (exporters/moe/balance.py) over expert
+# ids drawn at random, top-k without repeats: a rank with few tokens shows a large variance by
+# chance alone, however evenly its router spreads them.
+THIN_RANKS = 100
+THIN_TOKENS = 4  # per rank: 400 expert-token counts together, 100 per expert at 4 experts (judged)
+THIN_EXPERTS, THIN_TOP_K = 4, 1
+EVEN = (0.25, 0.25, 0.25, 0.25)
+SKEWED = (0.55, 0.15, 0.15, 0.15)  # share variance 0.03, above the 0.0225 threshold
+
+
+def _routed(rng: random.Random, tokens: int, weights: tuple[float, ...], top_k: int) -> list[int]:
+    counts = [0] * len(weights)
+    for _ in range(tokens):
+        chosen: set[int] = set()
+        while len(chosen) < top_k:
+            chosen.add(rng.choices(range(len(weights)), weights)[0])
+        for expert in chosen:
+            counts[expert] += 1
+    return counts
+
+
+def _rank_gauges(labels: str, counts: list[int], top_k: int, values: str = "{v!r}x30") -> list[dict[str, str]]:
+    """One rank's gauges for layer 0 over a 300 s window, as the exporter computes them; ``values``
+    spells a gauge's samples in promtool's notation around its value ``v``."""
+    figures = balance(LayerKey("tiny-moe", "0"), 300.0, [0] * len(counts), counts)
+    return [
+        {"series": f"infersight_moe_layer_{name}{{{labels}}}", "values": values.format(v=value)}
+        for name, value in (
+            ("experts", len(counts)),
+            ("top_k", top_k),
+            ("window_seconds", figures.span_s),
+            ("window_tokens", figures.tokens),
+            ("share_variance", figures.share_variance),
+            ("max_share", figures.max_share),
+            ("dead_experts", figures.dead_experts),
+        )
+    ]
+
+
+FIRING_IMBALANCE = "ALERTS{alertname='InfersightMoEExpertImbalance', alertstate='firing'}"
+
+
+def _imbalance_case(
+    name: str, series: list[dict[str, str]], firing: list[dict[str, str]], interval: str = "1m"
+) -> dict[str, Any]:
+    """A promtool file checking which imbalance alerts fire at 20m, by their labels."""
+    return {
+        "rule_files": ["recording_rules/moe.yaml", "alerts/moe.yaml"],
+        "evaluation_interval": "30s",
+        "tests": [
+            {
+                "name": name,
+                "interval": interval,
+                "input_series": series,
+                "promql_expr_test": [
+                    {
+                        "expr": f"group without (alertstate) ({FIRING_IMBALANCE})",
+                        "eval_time": "20m",
+                        "exp_samples": [
+                            {"labels": "{" + ", ".join(f'{k}="{v}"' for k, v in labels.items()) + "}", "value": 1}
+                            for labels in firing
+                        ],
+                    }
+                ],
+            }
+        ],
+    }
+
+
+def _run_case(tmp_path: Path, case: dict[str, Any], cfg: Config) -> None:
+    test_file = tmp_path / "case" / "moe_generated.test.yaml"
+    test_file.parent.mkdir()
+    test_file.write_text(yaml.safe_dump(case, sort_keys=False))
+    result = promtool_test(test_file, tmp_path / "bundle", cfg)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+LAYER_0_ALERT = {
+    "alertname": "InfersightMoEExpertImbalance",
+    "component": "moe",
+    "job": "infersight-moe",
+    "layer": "0",
+    "model_name": "tiny-moe",
+    "severity": "warning",
+}
+
+
+@pytest.mark.parametrize(("weights", "fires"), [(EVEN, False), (SKEWED, True)], ids=["even", "skewed"])
+def test_many_thin_ranks_fire_on_skew_not_on_chance(tmp_path: Path, weights: tuple[float, ...], fires: bool) -> None:
+    """The review's case: a large, nearly idle fleet whose every rank routes evenly must stay quiet;
+    the same ranks with one hot expert fire."""
+    rng = random.Random(7)
+    series = [
+        gauge
+        for rank in range(THIN_RANKS)
+        for gauge in _rank_gauges(
+            f'job="infersight-moe", instance="10.0.{rank}.1:9400", model_name="tiny-moe", layer="0", rank="0"',
+            _routed(rng, THIN_TOKENS, weights, THIN_TOP_K),
+            THIN_TOP_K,
+        )
+    ]
+    case = _imbalance_case(f"{THIN_RANKS} thin ranks routing {weights}", series, [LAYER_0_ALERT] if fires else [])
+    _run_case(tmp_path, case, parse_config(MOE_MODELS))
+
+
+# --- one skewed replica among even ones ---------------------------------------------------------
+EVEN_COUNTS = [1000] * 8
+HOT_COUNTS = [5500, *[643] * 7]  # share variance 0.0258: a hot expert on this replica alone
+
+
+def _replicas_case(replicas: int) -> list[dict[str, str]]:
+    """``replicas`` pods of two ranks each, the first pod's ranks routing with one hot expert."""
+    return [
+        gauge
+        for pod in range(replicas)
+        for rank in range(2)
+        for gauge in _rank_gauges(
+            f'job="infersight-moe", namespace="llm", pod="moe-{pod}", instance="10.0.{pod}.1:940{rank}", '
+            f'model_name="tiny-moe", layer="0", rank="{rank}"',
+            HOT_COUNTS if pod == 0 else EVEN_COUNTS,
+            2,
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("replica_labels", "firing"),
+    [
+        (None, [LAYER_0_ALERT]),  # the default: namespace and pod
+        ([], []),  # pooled under the job: the hot replica is one of six
+    ],
+    ids=["per-pod", "pooled"],
+)
+def test_one_skewed_replica_among_even_ones_fires(
+    tmp_path: Path, replica_labels: list[str] | None, firing: list[dict[str, str]]
+) -> None:
+    """Replicas are judged apart (moe.replica_labels) and the alert reads the worst: pooled with
+    five even peers, one pod's hot expert is diluted below the threshold."""
+    moe = {**MOE_MODELS["moe"], **({} if replica_labels is None else {"replica_labels": replica_labels})}
+    case = _imbalance_case("one hot replica of six", _replicas_case(6), firing)
+    _run_case(tmp_path, case, parse_config({"moe": moe}))
+
+
+def test_an_exporter_scraped_every_minute_out_of_phase_keeps_the_alert(tmp_path: Path) -> None:
+    """A 60 s PodMonitor on the exporter, its scrapes 10 s after an evaluation: an evaluation then
+    finds the last sample 50 s old. The gauges are held for at least 2m, so the alert fires after
+    its for: instead of restarting it at every gap."""
+    every_minute = "_ " + "{v!r} _x5 " * 30  # 10 s steps: a sample at 10 s, 70 s, 130 s, ...
+    series = [
+        gauge
+        for rank in range(2)
+        for gauge in _rank_gauges(
+            f'job="infersight-moe", instance="10.0.0.1:940{rank}", model_name="tiny-moe", layer="0", rank="{rank}"',
+            HOT_COUNTS,
+            2,
+            every_minute,
+        )
+    ]
+    case = _imbalance_case("a hot expert, scraped every minute", series, [LAYER_0_ALERT], interval="10s")
+    _run_case(tmp_path, case, parse_config(MOE_MODELS))

@@ -21,6 +21,7 @@ from infersight.exporters.moe.counting import LayerSnapshot
 EXPERT_TOKENS = catalog.get("infersight_moe_expert_tokens_total")
 LAYER_EXPERTS = catalog.get("infersight_moe_layer_experts")
 LAYER_TOP_K = catalog.get("infersight_moe_layer_top_k")
+EXPORTER_WINDOW = catalog.get("infersight_moe_exporter_window_seconds")
 WINDOW_SECONDS = catalog.get("infersight_moe_layer_window_seconds")
 WINDOW_TOKENS = catalog.get("infersight_moe_layer_window_tokens")
 SHARE_VARIANCE = catalog.get("infersight_moe_layer_share_variance")
@@ -86,14 +87,19 @@ def _render_balances(balances: Sequence[LayerBalance], rank: str) -> list[Metric
 
 
 class ExpertLoadCollector(Collector):
-    """Serves the sampler's latest totals; a scrape never touches the device."""
+    """Serves the sampler's latest totals and the window it was started with; a scrape never
+    touches the device."""
 
-    def __init__(self, latest: Callable[[], Exported | None], rank: str, per_expert: bool = True):
+    def __init__(self, latest: Callable[[], Exported | None], rank: str, window_s: float, per_expert: bool = True):
         self._latest = latest
         self.rank = rank
+        self.window_s = window_s
         self.per_expert = per_expert
 
     def collect(self) -> Iterator[Metric]:
+        window = _gauge(EXPORTER_WINDOW)
+        window.add_metric(_labels_in_catalog_order(EXPORTER_WINDOW, {"rank": self.rank}), self.window_s)
+        yield window
         latest = self._latest()
         if latest is None:
             yield from render((), self.rank, per_expert=self.per_expert)

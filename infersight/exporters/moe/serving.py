@@ -56,7 +56,9 @@ class Runtime:
             "infersight-moe", self._collect, settings.interval_s, self.health
         )
         self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(ExpertLoadCollector(lambda: self.sampler.latest, rank.label, settings.per_expert))
+        self.registry.register(
+            ExpertLoadCollector(lambda: self.sampler.latest, rank.label, settings.window_s, settings.per_expert)
+        )
         self.registry.register(self.health)
         self.port: int | None = None
         self._server: MetricsServer | None = None

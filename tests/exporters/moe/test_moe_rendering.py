@@ -30,7 +30,7 @@ BALANCE_GAUGES = (
 def scrape(snapshots: list[LayerSnapshot] | None, rank: str = "3", balances: list[LayerBalance] = BALANCES) -> str:
     exported = None if snapshots is None else Exported(snapshots, balances)
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(ExpertLoadCollector(lambda: exported, rank))
+    registry.register(ExpertLoadCollector(lambda: exported, rank, window_s=300.0))
     return generate_latest(registry).decode()
 
 
@@ -71,8 +71,10 @@ def test_every_series_appears_once_and_only_catalogued_names() -> None:
     assert {name for name, _ in seen} <= catalog.known_series_names()
 
 
-def test_nothing_sampled_yet_renders_no_series() -> None:
-    assert samples(scrape(None)) == []
+def test_nothing_sampled_yet_renders_only_the_exporters_window() -> None:
+    """The configured window is known from the start: the dashboard compares it with moe.window."""
+    assert samples(scrape(None)) == [("infersight_moe_exporter_window_seconds", {"rank": "3"}, 300.0)]
+    assert catalog.get("infersight_moe_exporter_window_seconds").labels == ("rank",)
 
 
 def test_balance_gauges_per_layer_and_no_shares_for_a_layer_without_tokens() -> None:
@@ -94,7 +96,7 @@ def test_without_per_expert_counters_the_layer_gauges_remain() -> None:
     """A large fleet may drop the 6,144 counters per rank (48 x 128); the alerts never read them."""
     exported = Exported(SNAPSHOTS, BALANCES)
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(ExpertLoadCollector(lambda: exported, "3", per_expert=False))
+    registry.register(ExpertLoadCollector(lambda: exported, "3", window_s=300.0, per_expert=False))
     names = {name for name, _, _ in samples(generate_latest(registry).decode())}
     assert "infersight_moe_expert_tokens_total" not in names
     assert {"infersight_moe_layer_experts", "infersight_moe_layer_top_k", *BALANCE_GAUGES} <= names

@@ -44,7 +44,7 @@ local f = import 'lib/format.libsonnet';
           },
           {
             "alert": "InfersightExporterCollectionStale",
-            "expr": "time() - infersight_exporter_last_success_timestamp_seconds > 300",
+            "expr": "time() - infersight_exporter_last_success_timestamp_seconds > " + f.seconds_g6($._config["exporters.alerts.stale.after"]),
             "for": f.duration($._config["exporters.alerts.stale.for"]),
             "labels": {
               "component": "exporter",
@@ -52,7 +52,7 @@ local f = import 'lib/format.libsonnet';
             },
             "annotations": {
               "summary": "An infersight exporter serves stale data.",
-              "description": "The {{ $labels.exporter }} exporter at {{ $labels.instance }} (job {{ $labels.job }}) last collected successfully {{ $value | humanizeDuration }} ago (limit 5m): its series are frozen.",
+              "description": "The {{ $labels.exporter }} exporter at {{ $labels.instance }} (job {{ $labels.job }}) last collected successfully {{ $value | humanizeDuration }} ago (limit " + f.duration($._config["exporters.alerts.stale.after"]) + "): its series are frozen.",
               "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightexportercollectionstale",
             },
           },
@@ -194,7 +194,7 @@ local f = import 'lib/format.libsonnet';
         "rules": [
           {
             "alert": "InfersightGPUMemoryLeak",
-            "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(deriv(DCGM_FI_DEV_FB_USED{" + f.matchers($._config["selectors.dcgm"]) + "}[30m]) * 1048576 * 1800 / 1048576 > 300, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")\nunless on (infersight_workload)\n(\n  avg_over_time(workload:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "[30m]) > 1.2 * avg_over_time(workload:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "[30m] offset 30m)\n  or\n  avg_over_time(workload:vllm_kv_cache_usage:max[30m]) > avg_over_time(workload:vllm_kv_cache_usage:max[30m] offset 30m) + " + f.repr($._config["gpu.alerts.memory_leak.kv_usage_rise"]) + "\n  or\n  min by (infersight_workload) ((time() - process_start_time_seconds{" + f.matchers($._config["selectors.vllm"]) + "})\n* on (job, instance) group_left (infersight_workload)\ninstance:vllm_gpu_workload:group) < 900\n)",
+            "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace(deriv(DCGM_FI_DEV_FB_USED{" + f.matchers($._config["selectors.dcgm"]) + "}[30m]) * 1048576 * 1800 / 1048576 > 300, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")\nunless on (infersight_workload)\n(\n  avg_over_time(workload:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "[30m]) > 1.2 * avg_over_time(workload:vllm_requests:rate" + f.duration($._config["intervals.rate"]) + "[30m] offset 30m)\n  or\n  avg_over_time(workload:vllm_kv_cache_usage:max[30m]) > avg_over_time(workload:vllm_kv_cache_usage:max[30m] offset 30m) + " + f.repr($._config["gpu.alerts.memory_leak.kv_usage_rise"]) + "\n  or\n  min by (infersight_workload) ((time() - process_start_time_seconds{" + f.matchers($._config["selectors.vllm"]) + "})\n* on (job, instance) group_left (infersight_workload)\ninstance:vllm_gpu_workload:group) < " + f.seconds_g6($._config["gpu.warmup"]) + "\n)",
             "for": f.duration($._config["gpu.alerts.memory_leak.for"]),
             "labels": {
               "component": "gpu",
@@ -208,7 +208,7 @@ local f = import 'lib/format.libsonnet';
           },
           {
             "alert": "InfersightGPUPredictedOOM",
-            "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((\nDCGM_FI_DEV_FB_FREE{" + f.matchers($._config["selectors.dcgm"]) + "} * 1048576\n/\n-(\nderiv(DCGM_FI_DEV_FB_FREE{" + f.matchers($._config["selectors.dcgm"]) + "}[" + f.duration($._config["gpu.alerts.predicted_oom.long_window"]) + "]) * 1048576\n< 0)\n) / 3600 < 4\nand\npredict_linear(DCGM_FI_DEV_FB_FREE{" + f.matchers($._config["selectors.dcgm"]) + "}[" + f.duration($._config["gpu.alerts.predicted_oom.short_window"]) + "], 14400) * 1048576 < 0, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")\nunless on (infersight_workload)\nmin by (infersight_workload) ((time() - process_start_time_seconds{" + f.matchers($._config["selectors.vllm"]) + "})\n* on (job, instance) group_left (infersight_workload)\ninstance:vllm_gpu_workload:group) < 900",
+            "expr": "label_replace(label_replace(label_join(label_replace(label_replace(label_replace(label_replace(label_replace((\nDCGM_FI_DEV_FB_FREE{" + f.matchers($._config["selectors.dcgm"]) + "} * 1048576\n/\n-(\nderiv(DCGM_FI_DEV_FB_FREE{" + f.matchers($._config["selectors.dcgm"]) + "}[" + f.duration($._config["gpu.alerts.predicted_oom.long_window"]) + "]) * 1048576\n< 0)\n) / 3600 < 4\nand\npredict_linear(DCGM_FI_DEV_FB_FREE{" + f.matchers($._config["selectors.dcgm"]) + "}[" + f.duration($._config["gpu.alerts.predicted_oom.short_window"]) + "], 14400) * 1048576 < 0, \"infersight_tmp\", \"$1\", \"hostname\", \"(.+)\"), \"infersight_tmp\", \"$1\", \"Hostname\", \"(.+)\"), \"Hostname\", \"$1\", \"infersight_tmp\", \"(.*)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\"), \"infersight_workload\", \"host/$1\", \"Hostname\", \"([^:]+)(?::[0-9]+)?\"), \"infersight_tmp\", \"/\", \"namespace\", \"pod\"), \"infersight_workload\", \"pod/$1\", \"infersight_tmp\", \"([^/]+/[^/]+)\"), \"infersight_tmp\", \"\", \"infersight_tmp\", \".*\")\nunless on (infersight_workload)\nmin by (infersight_workload) ((time() - process_start_time_seconds{" + f.matchers($._config["selectors.vllm"]) + "})\n* on (job, instance) group_left (infersight_workload)\ninstance:vllm_gpu_workload:group) < " + f.seconds_g6($._config["gpu.warmup"]),
             "for": f.duration($._config["gpu.alerts.predicted_oom.for"]),
             "labels": {
               "component": "gpu",
@@ -332,7 +332,7 @@ local f = import 'lib/format.libsonnet';
         "rules": [
           {
             "alert": "InfersightMoEExpertImbalance",
-            "expr": "layer:infersight_moe_layer_share_variance:weighted_avg > " + f.repr($._config["moe.alerts.imbalance.variance_threshold"]),
+            "expr": "layer:infersight_moe_layer_share_variance:replica_max > " + f.repr($._config["moe.alerts.imbalance.variance_threshold"]),
             "for": f.duration($._config["moe.alerts.imbalance.for"]),
             "labels": {
               "component": "moe",
@@ -340,7 +340,7 @@ local f = import 'lib/format.libsonnet';
             },
             "annotations": {
               "summary": "Tokens are persistently routed unevenly across the experts of an MoE layer.",
-              "description": "Layer {{ $labels.layer }} of {{ $labels.model_name }} (job {{ $labels.job }}): the variance of per-expert load shares is {{ $value | printf \"%.4f\" }} over the MoE exporter's window (threshold " + f.repr($._config["moe.alerts.imbalance.variance_threshold"]) + ", the ranks' mean weighted by their tokens); hot experts slow every step of the batch.",
+              "description": "Layer {{ $labels.layer }} of {{ $labels.model_name }} (job {{ $labels.job }}): the variance of per-expert load shares is {{ $value | printf \"%.4f\" }} beyond chance over the MoE exporter's window on the most uneven replica (threshold " + f.repr($._config["moe.alerts.imbalance.variance_threshold"]) + "); the MoE dashboard's Most uneven replicas panel names it. Hot experts slow every step of the batch.",
               "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightmoeexpertimbalance",
             },
           },
@@ -354,13 +354,13 @@ local f = import 'lib/format.libsonnet';
             },
             "annotations": {
               "summary": "MoE experts receive no tokens while their layer has traffic.",
-              "description": "{{ $value }} expert(s) of layer {{ $labels.layer }} ({{ $labels.model_name }}, job {{ $labels.job }}) received no tokens in the MoE exporter's window on a rank that routed enough to judge on its own (the worst such rank); the MoE dashboard's per-expert panels name them.",
+              "description": "{{ $value }} expert(s) of layer {{ $labels.layer }} ({{ $labels.model_name }}, job {{ $labels.job }}) received no tokens in the MoE exporter's window on a rank that routed enough to judge on its own (the worst such rank); the MoE dashboard's per-expert panels name them (not with INFERSIGHT_MOE_EXPORTER_PER_EXPERT=0, which drops the per-expert counters).",
               "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightmoedeadexpert",
             },
           },
           {
             "alert": "InfersightMoEExpertLoadAbsent",
-            "expr": "group by (model_name) (vllm:num_requests_running{" + f.matchers($._config["selectors.vllm"]) + ", model_name=~\"tiny-moe\"})\nunless on (model_name)\ngroup by (model_name) (present_over_time(infersight_moe_layer_window_tokens{" + f.matchers($._config["selectors.moe_exporter"]) + "}[5m]))",
+            "expr": "group by (model_name) (vllm:num_requests_running{" + f.matchers($._config["selectors.vllm"]) + ", model_name=~\"tiny-moe\"})\nunless on (model_name)\ngroup by (model_name) (present_over_time(infersight_moe_layer_window_tokens{" + f.matchers($._config["selectors.moe_exporter"]) + "}[" + f.duration($._config["moe.window"]) + "]))",
             "for": f.duration($._config["moe.alerts.metrics_absent.for"]),
             "labels": {
               "component": "moe",

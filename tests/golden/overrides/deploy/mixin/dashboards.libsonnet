@@ -5243,7 +5243,7 @@ local f = import 'lib/format.libsonnet';
           },
           "id": 1,
           "panels": [],
-          "title": "Load balance per layer (the ranks' figures weighted by their tokens, over the MoE exporter's window)",
+          "title": "Load balance per layer (over the MoE exporter's window)",
           "type": "row",
         },
         {
@@ -5251,7 +5251,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Variance of per-expert load shares within each layer, the expert activation rate variance (alert threshold " + f.repr($._config["moe.alerts.imbalance.variance_threshold"]) + "). Layers whose ranks together routed too few tokens in the window to judge are left out.",
+          "description": "Variance of per-expert load shares within each layer, the expert activation rate variance, beyond what chance gives an even router on few tokens; the worst replica's (alert threshold " + f.repr($._config["moe.alerts.imbalance.variance_threshold"]) + "). Replicas whose ranks together routed too few tokens in the window to judge are left out.",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -5290,7 +5290,7 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "layer:infersight_moe_layer_share_variance:weighted_avg{job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}",
+              "expr": "layer:infersight_moe_layer_share_variance:replica_max{job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}",
               "legendFormat": "{{model_name}} L{{layer}}",
               "refId": "A",
             },
@@ -5305,7 +5305,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Busiest expert's tokens over the layer's mean (max/mean); the batch step waits for it. Layers whose ranks together routed too few tokens in the window to judge are left out.",
+          "description": "Busiest expert's tokens over the layer's mean (max/mean); the batch step waits for it. The ranks' figures weighted by their tokens, over ranks that routed enough tokens in the window on their own (a thin rank's busiest expert is mostly chance).",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -5359,7 +5359,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "vLLM's EPLB balancedness: mean over max tokens per expert; 1 is perfectly balanced. Layers whose ranks together routed too few tokens in the window to judge are left out.",
+          "description": "vLLM's EPLB balancedness: mean over max tokens per expert; 1 is perfectly balanced. The ranks' figures weighted by their tokens, over ranks that routed enough tokens in the window on their own (a thin rank's busiest expert is mostly chance).",
           "fieldConfig": {
             "defaults": {
               "custom": {
@@ -5468,7 +5468,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "The ranks (one replica's worker each) whose layers route most unevenly, by their own share variance: the per-layer figures above pool every rank of a model, so one skewed replica among many even ones shows here first. Read from the exporter's gauges when the dashboard opens.",
+          "description": "The replicas (moe.replica_labels) whose layers route most unevenly: each one's share variance beyond chance, its ranks weighted by their tokens. The per-layer variance above is the worst of these; this names the replica. Replicas whose ranks together routed too few tokens to judge are left out. Read from the exporter's gauges when the dashboard opens.",
           "fieldConfig": {
             "defaults": {
               "decimals": 4,
@@ -5518,14 +5518,14 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "topk(10, last_over_time(infersight_moe_layer_share_variance{" + f.matchers($._config["selectors.moe_exporter"]) + ", job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}[45s]))",
+              "expr": "topk(10, clamp_min(\nsum by (job, model_name, layer, namespace, pod) ((last_over_time(infersight_moe_layer_share_variance{" + f.matchers($._config["selectors.moe_exporter"]) + ", job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}[2m])\n-\n(1 - last_over_time(infersight_moe_layer_top_k{" + f.matchers($._config["selectors.moe_exporter"]) + ", job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}[2m]) / last_over_time(infersight_moe_layer_experts{" + f.matchers($._config["selectors.moe_exporter"]) + ", job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}[2m]))\n/\n(last_over_time(infersight_moe_layer_experts{" + f.matchers($._config["selectors.moe_exporter"]) + ", job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}[2m]) * last_over_time(infersight_moe_layer_window_tokens{" + f.matchers($._config["selectors.moe_exporter"]) + ", job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}[2m])))\n* last_over_time(infersight_moe_layer_window_tokens{" + f.matchers($._config["selectors.moe_exporter"]) + ", job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}[2m]))\n/\nsum by (job, model_name, layer, namespace, pod) (last_over_time(infersight_moe_layer_window_tokens{" + f.matchers($._config["selectors.moe_exporter"]) + ", job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}[2m])),\n0\n)\nand\n(sum by (job, model_name, layer, namespace, pod) (last_over_time(infersight_moe_layer_window_tokens{" + f.matchers($._config["selectors.moe_exporter"]) + ", job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}[2m]))\n/\nmax by (job, model_name, layer, namespace, pod) (last_over_time(infersight_moe_layer_experts{" + f.matchers($._config["selectors.moe_exporter"]) + ", job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"}[2m]))\n>= " + f.g6($._config["moe.min_expected_tokens_per_expert"]) + "))",
               "instant": true,
-              "legendFormat": "{{model_name}} L{{layer}} rank {{rank}} {{instance}}",
+              "legendFormat": "{{model_name}} L{{layer}} {{namespace}} {{pod}}",
               "range": false,
               "refId": "A",
             },
           ],
-          "title": "Most uneven ranks",
+          "title": "Most uneven replicas",
           "transparent": false,
           "type": "stat",
           "id": 6,
@@ -5535,7 +5535,7 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "The longest span the MoE exporters' balance figures cover, per model. It should read 300 s (the bundle's moe.window) to a twentieth and a copy interval more, after the first window since a start; orange means INFERSIGHT_MOE_EXPORTER_WINDOW differs from moe.window.",
+          "description": "The balance window the MoE exporters were started with (INFERSIGHT_MOE_EXPORTER_WINDOW), shortest and longest per job, over the bundle's moe.window (" + f.duration($._config["moe.window"]) + "). Anything but 100 % (orange) means an exporter judges another window than the token gate and the alerts assume.",
           "fieldConfig": {
             "defaults": {
               "thresholds": {
@@ -5547,15 +5547,15 @@ local f = import 'lib/format.libsonnet';
                   },
                   {
                     "color": "green",
-                    "value": 285.0,
+                    "value": 0.999,
                   },
                   {
                     "color": "orange",
-                    "value": 360.0,
+                    "value": 1.001,
                   },
                 ],
               },
-              "unit": "s",
+              "unit": "percentunit",
             },
             "overrides": [],
           },
@@ -5588,11 +5588,22 @@ local f = import 'lib/format.libsonnet';
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "max by (model_name) (infersight_moe_layer_window_seconds{" + f.matchers($._config["selectors.moe_exporter"]) + ", job=~\"$job\", model_name=~\"$model_name\", layer=~\"$layer\"})",
+              "expr": "min by (job) (infersight_moe_exporter_window_seconds{" + f.matchers($._config["selectors.moe_exporter"]) + ", job=~\"$job\"})\n/ " + f.seconds_g6($._config["moe.window"]),
               "instant": true,
-              "legendFormat": "{{model_name}}",
+              "legendFormat": "{{job}} shortest",
               "range": false,
               "refId": "A",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "max by (job) (infersight_moe_exporter_window_seconds{" + f.matchers($._config["selectors.moe_exporter"]) + ", job=~\"$job\"})\n/ " + f.seconds_g6($._config["moe.window"]),
+              "instant": true,
+              "legendFormat": "{{job}} longest",
+              "range": false,
+              "refId": "B",
             },
           ],
           "title": "Exporter window",

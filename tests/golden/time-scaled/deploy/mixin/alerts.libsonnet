@@ -318,7 +318,7 @@ local f = import 'lib/format.libsonnet';
         "rules": [
           {
             "alert": "InfersightMoEExpertImbalance",
-            "expr": "layer:infersight_moe_layer_share_variance:weighted_avg > " + f.repr($._config["moe.alerts.imbalance.variance_threshold"]),
+            "expr": "layer:infersight_moe_layer_share_variance:replica_max > " + f.repr($._config["moe.alerts.imbalance.variance_threshold"]),
             "for": "15s",
             "labels": {
               "component": "moe",
@@ -326,7 +326,7 @@ local f = import 'lib/format.libsonnet';
             },
             "annotations": {
               "summary": "Tokens are persistently routed unevenly across the experts of an MoE layer.",
-              "description": "Layer {{ $labels.layer }} of {{ $labels.model_name }} (job {{ $labels.job }}): the variance of per-expert load shares is {{ $value | printf \"%.4f\" }} over the MoE exporter's window (threshold " + f.repr($._config["moe.alerts.imbalance.variance_threshold"]) + ", the ranks' mean weighted by their tokens); hot experts slow every step of the batch.",
+              "description": "Layer {{ $labels.layer }} of {{ $labels.model_name }} (job {{ $labels.job }}): the variance of per-expert load shares is {{ $value | printf \"%.4f\" }} beyond chance over the MoE exporter's window on the most uneven replica (threshold " + f.repr($._config["moe.alerts.imbalance.variance_threshold"]) + "); the MoE dashboard's Most uneven replicas panel names it. Hot experts slow every step of the batch.",
               "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightmoeexpertimbalance",
             },
           },
@@ -340,7 +340,7 @@ local f = import 'lib/format.libsonnet';
             },
             "annotations": {
               "summary": "MoE experts receive no tokens while their layer has traffic.",
-              "description": "{{ $value }} expert(s) of layer {{ $labels.layer }} ({{ $labels.model_name }}, job {{ $labels.job }}) received no tokens in the MoE exporter's window on a rank that routed enough to judge on its own (the worst such rank); the MoE dashboard's per-expert panels name them.",
+              "description": "{{ $value }} expert(s) of layer {{ $labels.layer }} ({{ $labels.model_name }}, job {{ $labels.job }}) received no tokens in the MoE exporter's window on a rank that routed enough to judge on its own (the worst such rank); the MoE dashboard's per-expert panels name them (not with INFERSIGHT_MOE_EXPORTER_PER_EXPERT=0, which drops the per-expert counters).",
               "runbook_url": "https://github.com/infersight/infersight/blob/main/docs/runbook.md#infersightmoedeadexpert",
             },
           },

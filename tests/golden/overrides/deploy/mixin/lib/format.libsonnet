@@ -34,6 +34,8 @@
         if acc.unit == '' then acc { num: acc.num + c } else { total: add(acc), num: c, unit: '' }
       else acc { unit: acc.unit + c };
     add(std.foldl(step, std.stringChars(self.duration(x)), { total: 0, num: '', unit: '' })),
+  // A duration's seconds as Python's format(seconds, '.6g') prints them: '5m' -> '300'.
+  seconds_g6(x):: self.g6(self.seconds(x)),
   // A selector: PromQL label matchers joined as inside {...} (infersight.promql.braces).
   matchers(x)::
     assert std.isArray(x) && std.length(x) > 0 && std.all([std.isString(m) for m in x])
