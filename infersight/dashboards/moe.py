@@ -33,15 +33,16 @@ def _replica(cfg: Config) -> str:
 
 
 def _balance(cfg: Config) -> Section:
+    per_replica = moe_rules.variance_beyond_chance(cfg, moe_rules.replica(cfg), LAYER_FILTERS)
     return Section(
         "Load balance per layer (over the MoE exporter's window)",
         [
             timeseries(
                 "Share variance per layer",
                 "Variance of per-expert load shares within each layer, the expert activation rate variance, beyond "
-                "what chance gives an even router on few tokens; the worst replica's (alert threshold "
-                f"{cfg.moe.alerts.imbalance.variance_threshold:g}). Replicas whose ranks together routed too few "
-                "tokens in the window to judge are left out.",
+                "what chance gives an even router on few tokens: the worst replica's, or all of a job's ranks "
+                f"together where that reads higher (alert threshold {cfg.moe.alerts.imbalance.variance_threshold:g}). "
+                "Replicas whose ranks together routed too few tokens in the window to judge are left out.",
                 "short",
                 [Query(promql.recorded(moe_rules.SHARE_VARIANCE_WORST, LAYER_FILTERS), _LAYER)],
             ),
@@ -69,12 +70,13 @@ def _balance(cfg: Config) -> Section:
                 "Most uneven replicas",
                 "The replicas (moe.replica_labels) whose layers route most unevenly: each one's share variance "
                 "beyond chance, its ranks weighted by their tokens. The per-layer variance above is the worst of "
-                "these; this names the replica. Replicas whose ranks together routed too few tokens to judge are "
-                "left out. Read from the exporter's gauges when the dashboard opens.",
+                "these (or the job's ranks together, where higher); this names the replica. Replicas whose ranks "
+                "together routed too few tokens to judge are left out. Read from the exporter's gauges when the "
+                "dashboard opens.",
                 "short",
                 [
                     Query(
-                        f"topk({cfg.moe.top_experts}, {moe_rules.replica_variance(cfg, LAYER_FILTERS)})",
+                        f"topk({cfg.moe.top_experts}, {per_replica})",
                         _replica(cfg),
                         instant=True,
                     )

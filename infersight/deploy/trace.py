@@ -293,8 +293,6 @@ class _Walk:
                 self.labels.update(dict.fromkeys(_SENTINEL_NAME.findall(printed), key))
             else:
                 self.tokens[str(s)] = (key, "")
-            if leaf.kind == "duration":
-                self.tokens[FORMATS["seconds_g6"](s)] = (key, "")
             if leaf.kind == "float":
                 self.tokens[FORMATS["pct"](s)] = (key, "pct")
                 self.numbers[_number(s)] = (key, "number")
@@ -304,9 +302,23 @@ class _Walk:
             # A conversion that prints the real value the same way tells nothing: drop it.
             sigs = _signatures(leaf.kind, s) - _signatures(leaf.kind, leaf.value)
             self.signatures[key] = tuple(sorted(sig for sig in sigs if len(sig) >= 3))
+        self.tokens.update(self._seconds_tokens())
         # Selectors are found whole, the longest first; they hold no digits, so no number overlaps.
         printed_selectors = sorted((t for t, (key, _) in self.tokens.items() if key in self.labels.values()), key=len)
         self.selector_tokens = re.compile("|".join(re.escape(t) for t in reversed(printed_selectors)))
+
+    def _seconds_tokens(self) -> dict[str, tuple[str, str]]:
+        """Durations' sentinels printed in seconds (seconds_g6), where that form tells them apart:
+        six digits can round a sentinel's offset away (6h and a millisecond print 21600, as 6h
+        does), and a form that two settings, another token or the real value share would bind a
+        literal number to a setting."""
+        forms: dict[str, list[str]] = {}
+        for key, (leaf, s) in self.sentinels.items():
+            if leaf.kind == "duration":
+                shown = FORMATS["seconds_g6"](s)
+                if shown != FORMATS["seconds_g6"](leaf.value) and shown not in self.tokens:
+                    forms.setdefault(shown, []).append(key)
+        return {shown: (keys[0], "") for shown, keys in forms.items() if len(keys) == 1}
 
     def blame(self, node: Any) -> None:
         """Record a difference inside ``node``; suspect every setting printed (plainly or

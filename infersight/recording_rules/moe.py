@@ -12,21 +12,22 @@ tensor-parallel group counts, data-parallel ranks each route their own.
 - Imbalance is judged per replica (``moe.replica_labels``, namespace and pod by default), and
   the layer's figure is the worst replica's: pooled with many even peers, one replica's hot
   expert would be diluted below any threshold. A replica is judged when its ranks together
-  routed enough tokens in the window (``moe.min_expected_tokens_per_expert`` per expert): many
-  data-parallel ranks may each route few, so judging rank by rank would silence exactly the
-  widest deployments. Its figure is its ranks' share variances weighted by their tokens, each
-  less the variance that chance alone gives an even router on that rank's few tokens
-  (:func:`chance_variance`): without that, a thousand nearly idle ranks add up to an imbalance
-  nobody routed. Weighted ranks bound the variance of the pooled (expert-parallel) shares from
-  above.
+  routed enough tokens in the window (``moe.min_expected_tokens_per_expert`` per expert). A job's
+  ranks are also judged all together, and that figure counts where it reads higher: a fleet of
+  one-rank pods, each too thin to judge alone, would otherwise never be judged.
+- A figure is its ranks' share variances weighted by their tokens, less what chance alone gives
+  an even router on each rank's tokens, and unbiased however thin the ranks (:func:`_excess`):
+  without that, a thousand nearly idle ranks add up to an imbalance nobody routed. Weighted
+  ranks bound the variance of the pooled (expert-parallel) shares from above, on average.
 - The hot-expert factor and balancedness have no such chance term (a maximum has no simple
   one), so only ranks that routed enough on their own count there.
 - A dead expert counts only on ranks that routed enough on their own (a thin rank misses
   experts by chance, a judged one next to never); the worst rank counts, so a dead expert
   behind one replica (a bad shard on one pod) is not hidden by healthy peers.
 
-The gauges are read as their last sample within a few scrapes: one scrape of the exporter that
-times out under load writes stale markers, which must not restart an alert's ``for:``.
+The gauges are read as their last sample within a few scrapes (and at least GAUGE_HOLD_MIN): one
+scrape of the exporter that times out under load writes stale markers, which must not restart an
+alert's ``for:``.
 """
 
 from __future__ import annotations
@@ -52,13 +53,14 @@ EXPERT = (*LAYER, "expert")
 # A gauge's last sample counts for this many scrape intervals (intervals.scrape), and at least
 # GAUGE_HOLD_MIN: two failed scrapes in a row are bridged, a rank gone for longer drops out. The
 # floor covers an exporter scraped less often than the bundle's scrape interval (a 60 s
-# PodMonitor): with 3 x 15 s, every other evaluation would find no sample at all.
+# PodMonitor, one failed scrape of it included): with 3 x 15 s, every other evaluation would find
+# no sample at all.
 GAUGE_HOLD_SCRAPES = 3
-GAUGE_HOLD_MIN = Duration.parse("2m")
+GAUGE_HOLD_MIN = Duration.parse("3m")
 
 
-# Per layer, model-wide. The rate is of every layer (for traffic panels); the rest only of layers
-# whose ranks together routed enough tokens to judge.
+# Per layer of each model. The rate is of every layer (for traffic panels); the rest only where
+# enough tokens were routed to judge (per replica, per job or per rank, as each says).
 LAYER_RATE = conventions.record_name("layer", WINDOW_TOKENS, "rate")  # expert-token counts/s, over ranks
 SHARE_VARIANCE_WORST = conventions.record_name("layer", SHARE_VARIANCE, "replica_max")  # beyond chance, worst replica
 MAX_OVER_MEAN = conventions.record_name("layer", MAX_SHARE, "max_over_mean")  # busiest expert / layer mean
@@ -91,14 +93,24 @@ def judged(cfg: Config, expr: str, by: Sequence[str], matchers: Sequence[str] = 
     return f"{expr}\nand\n({together})"
 
 
-def chance_variance(cfg: Config, matchers: Sequence[str] = ()) -> str:
-    """Per rank and layer, the share variance its router shows by chance alone if it spreads its
-    n expert-token counts evenly over E experts, k distinct per token: each expert's count is then
-    binomial, so each share varies by (1/E)(1 - k/E)/n. A rank with few tokens shows this much
-    imbalance however even its router is; weighted by its n, it adds (1 - k/E)/E to the sum,
-    whatever its n, so a thousand idle ranks would add up to an imbalance nobody routed."""
-    experts, tokens = gauge(cfg, EXPERTS, matchers), gauge(cfg, WINDOW_TOKENS, matchers)
-    return f"(1 - {gauge(cfg, TOP_K, matchers)} / {experts})\n/\n({experts} * {tokens})"
+def _excess(cfg: Config, matchers: Sequence[str]) -> tuple[str, str]:
+    """Per rank and layer, the two terms of an unbiased share variance over several ranks.
+
+    A rank's router with true share variance v, spreading n expert-token counts over E experts (k
+    distinct per token, so each expert's count is binomial), shows on average v (1 - k/n) + c,
+    where c = (1 - k/E) / (E n) is what chance alone gives an even router. Summed over ranks,
+    n V - (1 - k/E)/E (the first term) therefore averages v (n - k) (the second): their sums'
+    ratio is v, however thin the ranks. Without the correction a thin rank adds about (1 - k/E)/E
+    to the sum whatever its n, and a thousand nearly idle ranks add up to an imbalance nobody
+    routed. Only ranks that routed tokens in the window count: an idle rank sends no share
+    figure, and its last one, still held, must not count (nor divide by its zero tokens)."""
+    tokens, experts = gauge(cfg, WINDOW_TOKENS, matchers), gauge(cfg, EXPERTS, matchers)
+    top_k = gauge(cfg, TOP_K, matchers)
+    excess = (
+        f"({gauge(cfg, SHARE_VARIANCE, matchers)} * {tokens}\n- (1 - {top_k} / {experts}) / {experts})"
+        f"\nand\n{tokens} > 0"
+    )
+    return excess, f"({tokens} - {top_k})\nand\n({excess})"
 
 
 def rank_enough(cfg: Config) -> str:
@@ -106,27 +118,23 @@ def rank_enough(cfg: Config) -> str:
     return _enough(cfg, gauge(cfg, WINDOW_TOKENS), gauge(cfg, EXPERTS))
 
 
-def token_weighted(
-    cfg: Config, rank_expr: str, by: Sequence[str], only: str | None = None, matchers: Sequence[str] = ()
-) -> str:
-    """The mean of ``rank_expr`` (per rank and layer) over the ranks of each group ``by`` (those
-    where ``only`` holds, if given), weighted by the tokens each routed in the window."""
-    tokens = weights = gauge(cfg, WINDOW_TOKENS, matchers)
-    if only is not None:
-        rank_expr, weights = f"{rank_expr}\nand\n({only})", f"{tokens}\nand\n({only})"
-    weighted = promql.sum_by(by, f"({rank_expr})\n* {tokens}")
-    return f"{weighted}\n/\n{promql.sum_by(by, weights)}"
+def token_weighted(cfg: Config, rank_expr: str, by: Sequence[str], only: str) -> str:
+    """The mean of ``rank_expr`` (per rank and layer) over the ranks of each group ``by`` where
+    ``only`` holds, weighted by the tokens each routed in the window."""
+    tokens = gauge(cfg, WINDOW_TOKENS)
+    weighted = promql.sum_by(by, f"({rank_expr}\nand\n({only}))\n* {tokens}")
+    weights = promql.sum_by(by, f"{tokens}\nand\n({only})")
+    return f"{weighted}\n/\n{weights}"
 
 
-def replica_variance(cfg: Config, matchers: Sequence[str] = ()) -> str:
-    """Per replica and layer (judged replicas only): the share variance its router shows beyond
-    chance, the ranks' own weighted by their tokens. Weighted by tokens, the ranks' variances bound
-    the variance of their pooled shares from above (the expert-parallel load, which no single
-    exporter sees)."""
-    excess = f"{gauge(cfg, SHARE_VARIANCE, matchers)}\n-\n{chance_variance(cfg, matchers)}"
-    by = replica(cfg)
-    weighted = token_weighted(cfg, excess, by, matchers=matchers)
-    return judged(cfg, f"clamp_min(\n{weighted},\n0\n)", by, matchers)
+def variance_beyond_chance(cfg: Config, by: Sequence[str], matchers: Sequence[str] = ()) -> str:
+    """Per group ``by`` and layer, where its ranks together routed enough to judge: the share
+    variance their routers show beyond chance (:func:`_excess`). Weighted by tokens, the ranks'
+    variances bound the variance of their pooled shares (the expert-parallel load, which no single
+    exporter sees) from above, on average."""
+    excess, weights = _excess(cfg, matchers)
+    ratio = f"{promql.sum_by(by, excess)}\n/\n({promql.sum_by(by, weights)} > 0)"
+    return judged(cfg, f"clamp_min(\n{ratio},\n0\n)", by, matchers)
 
 
 def expert_rate(cfg: Config, matchers: Sequence[str] = ()) -> str:
@@ -156,10 +164,17 @@ def groups(cfg: Config) -> list[RuleGroup]:
     per_second = f"{tokens}\n/\n{gauge(cfg, WINDOW_SECONDS)}"
     rules = (
         RecordingRule(LAYER_RATE, promql.sum_by(LAYER, per_second)),
-        RecordingRule(SHARE_VARIANCE_WORST, promql.agg("max", LAYER, replica_variance(cfg))),
+        # The worst replica, or all of a job's ranks together where that reads higher: a fleet of
+        # one-rank pods, each too thin to judge alone, is still judged.
+        RecordingRule(
+            SHARE_VARIANCE_WORST,
+            promql.agg(
+                "max", LAYER, f"{variance_beyond_chance(cfg, replica(cfg))}\nor\n{variance_beyond_chance(cfg, LAYER)}"
+            ),
+        ),
         # A thin rank's busiest expert is mostly chance, and no simple term corrects a maximum:
         # only ranks that routed enough on their own count here.
-        RecordingRule(MAX_OVER_MEAN, token_weighted(cfg, hot_factor, LAYER, only=rank_enough(cfg))),
+        RecordingRule(MAX_OVER_MEAN, token_weighted(cfg, hot_factor, LAYER, rank_enough(cfg))),
         # vLLM's EPLB balancedness: mean over max tokens per expert (this group's rules evaluate in
         # order, so it reads the figure just recorded).
         RecordingRule(BALANCEDNESS, f"1 / {promql.recorded(MAX_OVER_MEAN)}"),

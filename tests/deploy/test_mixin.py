@@ -254,6 +254,23 @@ def test_a_setting_that_reaches_the_output_derived_is_not_exposed() -> None:
     ]
 
 
+def test_a_literal_number_is_not_taken_for_a_duration_printed_in_seconds() -> None:
+    """A long duration's sentinel (6h plus a millisecond) prints in seconds as the real value
+    does (21600 at six digits): that form cannot tell them apart, so a literal 21600 beside a
+    traced setting stays a literal, and a duration printed in seconds is still traced."""
+
+    def build(name: str, cfg: Config) -> Any:
+        objective = cfg.slo.availability.objective
+        return {"expr": f"a < {objective} and b < 21600", "window": f"c > {cfg.moe.window.total_seconds:.6g}"}
+
+    traced = trace.trace(Config(), ["builder"], build)
+    assert {leaf.key for leaf in traced.settings} == {"slo.availability.objective", "moe.window"}
+    assert trace.render(traced.templates["builder"], {"slo.availability.objective": 0.9, "moe.window": "7m"}) == {
+        "expr": "a < 0.9 and b < 21600",
+        "window": "c > 420",
+    }
+
+
 def test_percent_and_complement_forms_are_traced() -> None:
     def build(name: str, cfg: Config) -> Any:
         objective = cfg.slo.availability.objective

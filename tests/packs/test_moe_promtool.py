@@ -3,6 +3,7 @@ that they can fail."""
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 from typing import Any
@@ -10,9 +11,11 @@ from typing import Any
 import pytest
 import yaml
 
+from infersight import bundle, bundle_files
 from infersight.config import Config, parse_config
 from infersight.exporters.moe.balance import balance
 from infersight.exporters.moe.counting import LayerKey
+from infersight.lint import substitute
 from tests.promtool_runner import promtool_test
 
 TEST_FILE = Path(__file__).parent / "promtool" / "moe.test.yaml"
@@ -51,7 +54,7 @@ THIN_RANKS = 100
 THIN_TOKENS = 4  # per rank: 400 expert-token counts together, 100 per expert at 4 experts (judged)
 THIN_EXPERTS, THIN_TOP_K = 4, 1
 EVEN = (0.25, 0.25, 0.25, 0.25)
-SKEWED = (0.55, 0.15, 0.15, 0.15)  # share variance 0.03, above the 0.0225 threshold
+SKEWED = (0.6, *[0.4 / 3] * 3)  # share variance 0.041, above the 0.0225 threshold by more than the noise
 
 
 def _routed(rng: random.Random, tokens: int, weights: tuple[float, ...], top_k: int) -> list[int]:
@@ -131,19 +134,24 @@ LAYER_0_ALERT = {
 }
 
 
+def _thin_pod(rank: int) -> str:
+    """A one-rank replica of its own: too thin to judge alone."""
+    return (
+        f'job="infersight-moe", namespace="llm", pod="moe-{rank}", instance="10.0.{rank}.1:9400", '
+        'model_name="tiny-moe", layer="0", rank="0"'
+    )
+
+
 @pytest.mark.parametrize(("weights", "fires"), [(EVEN, False), (SKEWED, True)], ids=["even", "skewed"])
 def test_many_thin_ranks_fire_on_skew_not_on_chance(tmp_path: Path, weights: tuple[float, ...], fires: bool) -> None:
-    """The review's case: a large, nearly idle fleet whose every rank routes evenly must stay quiet;
-    the same ranks with one hot expert fire."""
+    """A large, nearly idle fleet whose every rank routes evenly must stay quiet; the same ranks
+    with one hot expert fire. Each rank is a pod of its own, too thin to judge alone: the job's
+    ranks are also judged together."""
     rng = random.Random(7)
     series = [
         gauge
         for rank in range(THIN_RANKS)
-        for gauge in _rank_gauges(
-            f'job="infersight-moe", instance="10.0.{rank}.1:9400", model_name="tiny-moe", layer="0", rank="0"',
-            _routed(rng, THIN_TOKENS, weights, THIN_TOP_K),
-            THIN_TOP_K,
-        )
+        for gauge in _rank_gauges(_thin_pod(rank), _routed(rng, THIN_TOKENS, weights, THIN_TOP_K), THIN_TOP_K)
     ]
     case = _imbalance_case(f"{THIN_RANKS} thin ranks routing {weights}", series, [LAYER_0_ALERT] if fires else [])
     _run_case(tmp_path, case, parse_config(MOE_MODELS))
@@ -183,15 +191,36 @@ def test_one_skewed_replica_among_even_ones_fires(
     """Replicas are judged apart (moe.replica_labels) and the alert reads the worst: pooled with
     five even peers, one pod's hot expert is diluted below the threshold."""
     moe = {**MOE_MODELS["moe"], **({} if replica_labels is None else {"replica_labels": replica_labels})}
+    cfg = parse_config({"moe": moe})
     case = _imbalance_case("one hot replica of six", _replicas_case(6), firing)
-    _run_case(tmp_path, case, parse_config({"moe": moe}))
+    # The dashboard's Most uneven replicas panel, as built, names the hot pod alone above the threshold.
+    board = json.loads(bundle_files.render(bundle.build(cfg))["dashboards/vllm-moe.json"])
+    panel = next(p for p in board["panels"] if p["title"] == "Most uneven replicas")
+    over = f"count by (pod) (({substitute(panel['targets'][0]['expr'])}) > 0.0225)"
+    hot = [{"labels": '{pod="moe-0"}', "value": 1}] if firing else []
+    case["tests"][0]["promql_expr_test"].append({"expr": over, "eval_time": "20m", "exp_samples": hot})
+    _run_case(tmp_path, case, cfg)
 
 
-def test_an_exporter_scraped_every_minute_out_of_phase_keeps_the_alert(tmp_path: Path) -> None:
-    """A 60 s PodMonitor on the exporter, its scrapes 10 s after an evaluation: an evaluation then
-    finds the last sample 50 s old. The gauges are held for at least 2m, so the alert fires after
-    its for: instead of restarting it at every gap."""
-    every_minute = "_ " + "{v!r} _x5 " * 30  # 10 s steps: a sample at 10 s, 70 s, 130 s, ...
+def _at_seconds(samples: list[tuple[int, str]]) -> str:
+    """promtool values at 1 s steps: each (second, value) in order, nothing in between."""
+    out, last = [], -1
+    for second, value in samples:
+        gap = second - last - 1
+        out += [f"_x{gap}"] if gap > 0 else []
+        out.append(value)
+        last = second
+    return " ".join(out)
+
+
+def test_an_exporter_scraped_every_minute_keeps_the_alert_through_a_failed_scrape(tmp_path: Path) -> None:
+    """A 60 s PodMonitor on the exporter, one failed scrape (stale markers) and the next one 2 s
+    late: an evaluation then finds the last sample 121 s old. The gauges are held for at least 3m,
+    so the alert fires after its for: instead of restarting it (3 x 15 s, or 2m, would not)."""
+    times = [29 + 60 * i for i in range(10)], 629, [691 + 60 * i for i in range(19)]
+    every_minute = _at_seconds(
+        [(t, "{v!r}") for t in times[0]] + [(times[1], "stale")] + [(t, "{v!r}") for t in times[2]]
+    )
     series = [
         gauge
         for rank in range(2)
@@ -202,5 +231,50 @@ def test_an_exporter_scraped_every_minute_out_of_phase_keeps_the_alert(tmp_path:
             every_minute,
         )
     ]
-    case = _imbalance_case("a hot expert, scraped every minute", series, [LAYER_0_ALERT], interval="10s")
+    case = _imbalance_case("a hot expert, scraped every minute", series, [LAYER_0_ALERT], interval="1s")
+    _run_case(tmp_path, case, parse_config(MOE_MODELS))
+
+
+def test_thin_ranks_are_judged_without_bias(tmp_path: Path) -> None:
+    """A rank of n counts shows, on average, its router's variance times (1 - k/n) plus the chance
+    term (each expert's count is binomial). Ranks whose gauges are exactly that average, for a true
+    variance of 0.03, must read 0.03 and fire; weighting by n instead of n - k reads 0.0225,
+    exactly the threshold, and stays silent."""
+    n, k, experts, true_variance = 4, 1, 4, 0.03
+    chance = (1 - k / experts) / (experts * n)
+    seen = true_variance * (1 - k / n) + chance
+    series = [
+        {"series": f"infersight_moe_layer_{name}{{{_thin_pod(rank)}}}", "values": f"{value!r}x30"}
+        for rank in range(THIN_RANKS)
+        for name, value in (
+            ("experts", experts),
+            ("top_k", k),
+            ("window_seconds", 300.0),
+            ("window_tokens", n),
+            ("share_variance", seen),
+        )
+    ]
+    _run_case(
+        tmp_path,
+        _imbalance_case("thin ranks at their expected variance", series, [LAYER_0_ALERT]),
+        parse_config(MOE_MODELS),
+    )
+
+
+def test_a_rank_going_idle_does_not_restart_the_alert(tmp_path: Path) -> None:
+    """A rank that routes nothing for a window sends its tokens as 0 and no share figures; its last
+    share variance is still held for a few scrapes. It must drop out, not turn its replica's
+    figure into NaN (which restarts the alert's for: on every idle spell)."""
+    busy = _rank_gauges(
+        'job="infersight-moe", instance="10.0.0.1:9400", model_name="tiny-moe", layer="0", rank="0"', HOT_COUNTS, 2
+    )
+    idle_from_10m = [
+        {**g, "values": g["values"].replace("x30", "x10 " + ("0x20" if "window_tokens" in g["series"] else "stale"))}
+        if any(n in g["series"] for n in ("window_tokens", "share_variance", "max_share", "dead_experts"))
+        else g
+        for g in _rank_gauges(
+            'job="infersight-moe", instance="10.0.0.1:9401", model_name="tiny-moe", layer="0", rank="1"', HOT_COUNTS, 2
+        )
+    ]
+    case = _imbalance_case("one of two hot ranks idle from 10m", busy + idle_from_10m, [LAYER_0_ALERT])
     _run_case(tmp_path, case, parse_config(MOE_MODELS))
