@@ -21,7 +21,7 @@ def _imbalance(cfg: Config) -> Alert:
         "moe",
         IMBALANCE,
         a,
-        f"{moe_rules.SHARE_VARIANCE_WORST} > {num(a.variance_threshold)}",
+        f"{moe_rules.bridged(cfg, moe_rules.SHARE_VARIANCE_WORST)} > {num(a.variance_threshold)}",
         "Tokens are persistently routed unevenly across the experts of an MoE layer.",
         "Layer {{ $labels.layer }} of {{ $labels.model_name }} (job {{ $labels.job }}): the variance of "
         'per-expert load shares is {{ $value | printf "%.4f" }} beyond chance over the MoE exporter\'s window on '
@@ -37,7 +37,7 @@ def _dead_expert(cfg: Config) -> Alert:
         "moe",
         DEAD_EXPERT,
         a,
-        f"{moe_rules.DEAD_EXPERTS_MAX} > 0",
+        f"{moe_rules.bridged(cfg, moe_rules.DEAD_EXPERTS_MAX)} > 0",
         "MoE experts receive no tokens while their layer has traffic.",
         "{{ $value }} expert(s) of layer {{ $labels.layer }} ({{ $labels.model_name }}, job {{ $labels.job }}) "
         "received no tokens in the MoE exporter's window on a rank that routed enough to judge on its own "

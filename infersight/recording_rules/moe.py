@@ -25,9 +25,9 @@ tensor-parallel group counts, data-parallel ranks each route their own.
   experts by chance, a judged one next to never); the worst rank counts, so a dead expert
   behind one replica (a bad shard on one pod) is not hidden by healthy peers.
 
-The gauges are read as their last sample within a few scrapes (and at least GAUGE_HOLD_MIN): one
-scrape of the exporter that times out under load writes stale markers, which must not restart an
-alert's ``for:``.
+The figures read the gauges' latest samples; the alerts read a figure's highest value over a
+few scrapes (:func:`bridged`): one scrape of the exporter that times out under load writes stale
+markers, which must not restart an alert's ``for:``.
 """
 
 from __future__ import annotations
@@ -50,13 +50,15 @@ MAX_SHARE = "infersight_moe_layer_max_share"
 DEAD_EXPERTS = "infersight_moe_layer_dead_experts"
 LAYER = ("job", "model_name", "layer")
 EXPERT = (*LAYER, "expert")
-# A gauge's last sample counts for this many scrape intervals (intervals.scrape), and at least
-# GAUGE_HOLD_MIN: two failed scrapes in a row are bridged, a rank gone for longer drops out. The
-# floor covers an exporter scraped less often than the bundle's scrape interval (a 60 s
-# PodMonitor, one failed scrape of it included): with 3 x 15 s, every other evaluation would find
-# no sample at all.
-GAUGE_HOLD_SCRAPES = 3
-GAUGE_HOLD_MIN = Duration.parse("3m")
+# The alerts read a recorded figure's highest value over this many scrape intervals
+# (intervals.scrape), and at least BRIDGE_MIN: a failed scrape of the exporter writes stale
+# markers, its ranks drop out of the figures until the next good scrape, and that gap must not
+# restart an alert's for:. The floor covers an exporter scraped every minute (a 60 s
+# PodMonitor) with one failed scrape and the next one late. The figures themselves read the
+# gauges' latest samples: a hold per gauge (last_over_time) read every sample of every rank's
+# gauges in its window, ten times the cost at fleet size (docs/scale.md).
+BRIDGE_SCRAPES = 3
+BRIDGE_MIN = Duration.parse("3m")
 
 
 # Per layer of each model. The rate is of every layer (for traffic panels); the rest only where
@@ -69,9 +71,14 @@ DEAD_EXPERTS_MAX = conventions.record_name("layer", DEAD_EXPERTS, "max")  # the 
 
 
 def gauge(cfg: Config, name: str, matchers: Sequence[str] = ()) -> str:
-    """The exporter's gauge ``name`` per rank and layer: its last sample within a few scrapes."""
-    hold = cfg.scaled(max(cfg.intervals.scrape * GAUGE_HOLD_SCRAPES, GAUGE_HOLD_MIN))
-    return promql.range_fn("last_over_time", name, hold, [*cfg.selectors.moe_exporter, *matchers])
+    """The exporter's gauge ``name`` per rank and layer: its latest sample."""
+    return promql.series(name, [*cfg.selectors.moe_exporter, *matchers])
+
+
+def bridged(cfg: Config, recorded: str) -> str:
+    """A recorded figure's highest value over the last few scrapes (BRIDGE_SCRAPES)."""
+    window = cfg.scaled(max(cfg.intervals.scrape * BRIDGE_SCRAPES, BRIDGE_MIN))
+    return f"max_over_time({recorded}[{window}])"
 
 
 def _enough(cfg: Config, tokens: str, experts: str) -> str:
@@ -103,14 +110,12 @@ def _excess(cfg: Config, matchers: Sequence[str]) -> tuple[str, str]:
     ratio is v, however thin the ranks. Without the correction a thin rank adds about (1 - k/E)/E
     to the sum whatever its n, and a thousand nearly idle ranks add up to an imbalance nobody
     routed. Only ranks that routed tokens in the window count: an idle rank sends no share
-    figure, and its last one, still held, must not count (nor divide by its zero tokens)."""
+    figure. A rank without top_k drops out of both sums."""
     tokens, experts = gauge(cfg, WINDOW_TOKENS, matchers), gauge(cfg, EXPERTS, matchers)
-    top_k = gauge(cfg, TOP_K, matchers)
-    excess = (
-        f"({gauge(cfg, SHARE_VARIANCE, matchers)} * {tokens}\n- (1 - {top_k} / {experts}) / {experts})"
-        f"\nand\n{tokens} > 0"
-    )
-    return excess, f"({tokens} - {top_k})\nand\n({excess})"
+    top_k, variance = gauge(cfg, TOP_K, matchers), gauge(cfg, SHARE_VARIANCE, matchers)
+    excess = f"{variance} * {tokens}\n- (1 - {top_k} / {experts}) / {experts}"
+    # n - k > 0 leaves out ranks of one token (their excess averages 0) and idle ones.
+    return excess, f"({tokens} - {top_k} > 0)\nand\n{variance}"
 
 
 def rank_enough(cfg: Config) -> str:

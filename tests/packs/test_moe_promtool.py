@@ -215,8 +215,8 @@ def _at_seconds(samples: list[tuple[int, str]]) -> str:
 
 def test_an_exporter_scraped_every_minute_keeps_the_alert_through_a_failed_scrape(tmp_path: Path) -> None:
     """A 60 s PodMonitor on the exporter, one failed scrape (stale markers) and the next one 2 s
-    late: an evaluation then finds the last sample 121 s old. The gauges are held for at least 3m,
-    so the alert fires after its for: instead of restarting it (3 x 15 s, or 2m, would not)."""
+    late: the figure is missing for three evaluations. The alert reads its highest value over at
+    least 3m, so it fires after its for: instead of restarting it (over 3 x 15 s it would not)."""
     times = [29 + 60 * i for i in range(10)], 629, [691 + 60 * i for i in range(19)]
     every_minute = _at_seconds(
         [(t, "{v!r}") for t in times[0]] + [(times[1], "stale")] + [(t, "{v!r}") for t in times[2]]
@@ -262,9 +262,9 @@ def test_thin_ranks_are_judged_without_bias(tmp_path: Path) -> None:
 
 
 def test_a_rank_going_idle_does_not_restart_the_alert(tmp_path: Path) -> None:
-    """A rank that routes nothing for a window sends its tokens as 0 and no share figures; its last
-    share variance is still held for a few scrapes. It must drop out, not turn its replica's
-    figure into NaN (which restarts the alert's for: on every idle spell)."""
+    """A rank that routes nothing for a window sends its tokens as 0 and no share figures (stale
+    markers). It must drop out, not turn its replica's figure into NaN (which would restart the
+    alert's for: on every idle spell)."""
     busy = _rank_gauges(
         'job="infersight-moe", instance="10.0.0.1:9400", model_name="tiny-moe", layer="0", rank="0"', HOT_COUNTS, 2
     )

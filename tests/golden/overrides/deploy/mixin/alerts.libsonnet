@@ -332,7 +332,7 @@ local f = import 'lib/format.libsonnet';
         "rules": [
           {
             "alert": "InfersightMoEExpertImbalance",
-            "expr": "layer:infersight_moe_layer_share_variance:replica_max > " + f.repr($._config["moe.alerts.imbalance.variance_threshold"]),
+            "expr": "max_over_time(layer:infersight_moe_layer_share_variance:replica_max[3m]) > " + f.repr($._config["moe.alerts.imbalance.variance_threshold"]),
             "for": f.duration($._config["moe.alerts.imbalance.for"]),
             "labels": {
               "component": "moe",
@@ -346,7 +346,7 @@ local f = import 'lib/format.libsonnet';
           },
           {
             "alert": "InfersightMoEDeadExpert",
-            "expr": "layer:infersight_moe_layer_dead_experts:max > 0",
+            "expr": "max_over_time(layer:infersight_moe_layer_dead_experts:max[3m]) > 0",
             "for": f.duration($._config["moe.alerts.dead_expert.for"]),
             "labels": {
               "component": "moe",

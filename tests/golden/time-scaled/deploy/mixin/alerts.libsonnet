@@ -318,7 +318,7 @@ local f = import 'lib/format.libsonnet';
         "rules": [
           {
             "alert": "InfersightMoEExpertImbalance",
-            "expr": "layer:infersight_moe_layer_share_variance:replica_max > " + f.repr($._config["moe.alerts.imbalance.variance_threshold"]),
+            "expr": "max_over_time(layer:infersight_moe_layer_share_variance:replica_max[3s]) > " + f.repr($._config["moe.alerts.imbalance.variance_threshold"]),
             "for": "15s",
             "labels": {
               "component": "moe",
@@ -332,7 +332,7 @@ local f = import 'lib/format.libsonnet';
           },
           {
             "alert": "InfersightMoEDeadExpert",
-            "expr": "layer:infersight_moe_layer_dead_experts:max > 0",
+            "expr": "max_over_time(layer:infersight_moe_layer_dead_experts:max[3s]) > 0",
             "for": "15s",
             "labels": {
               "component": "moe",
