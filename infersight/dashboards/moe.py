@@ -107,8 +107,9 @@ def _exporter_window(cfg: Config) -> StatPanel:
     window = cfg.scaled(cfg.moe.window)
     started = promql.series(moe_rules.EXPORTER_WINDOW, [*cfg.selectors.moe_exporter, *filters("job")])
     # A ratio, so the threshold is the same for every moe.window: 100 % is the bundle's own.
+    seconds = promql.number(window.total_seconds)
     queries = [
-        Query(f"{promql.agg(op, ('job',), started)}\n/ {window.total_seconds:.6g}", f"{{{{job}}}} {name}", instant=True)
+        Query(f"{promql.agg(op, ('job',), started)}\n/ {seconds}", f"{{{{job}}}} {name}", instant=True)
         for op, name in (("min", "shortest"), ("max", "longest"))
     ]
     return stat(

@@ -38,6 +38,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from infersight import promql
 from infersight.config import Config, ConfigError, parse_config
 from infersight.durations import Duration
 
@@ -108,8 +109,8 @@ FORMATS: dict[str, Callable[[Value], str]] = {
     "pct": lambda v: format(_number(v) * 100, ".6g"),
     "int": lambda v: str(int(_number(v))),
     "duration": str,
-    # A duration as seconds, where PromQL needs a number (format(seconds, ".6g")).
-    "seconds_g6": lambda v: format(Duration.parse(str(v)).total_seconds, ".6g"),
+    # A duration as seconds, where PromQL needs a number (promql.number: format(seconds, ".6g")).
+    "seconds_g6": lambda v: promql.number(Duration.parse(str(v)).total_seconds),
     "matchers": _matchers,
 }
 _KIND_FORMATS = {

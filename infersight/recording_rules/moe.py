@@ -78,7 +78,7 @@ def gauge(cfg: Config, name: str, matchers: Sequence[str] = ()) -> str:
 def bridged(cfg: Config, recorded: str) -> str:
     """A recorded figure's highest value over the last few scrapes (BRIDGE_SCRAPES)."""
     window = cfg.scaled(max(cfg.intervals.scrape * BRIDGE_SCRAPES, BRIDGE_MIN))
-    return f"max_over_time({recorded}[{window}])"
+    return promql.over_time("max", recorded, window)
 
 
 def _enough(cfg: Config, tokens: str, experts: str) -> str:
