@@ -290,6 +290,9 @@ def moe(server: topology.Server) -> Template:
         out.comment(f"# TYPE {gauge} gauge")
         for layer in range(topology.MOE_LAYERS):
             out.sample(f'{gauge}{{model_name="{model}",layer="{layer}",rank="0"}}', float(value), 0.0)
+    # The window the exporter was started with, once per rank.
+    out.comment("# TYPE infersight_moe_exporter_window_seconds gauge")
+    out.sample('infersight_moe_exporter_window_seconds{rank="0"}', window_s, 0.0)
     return out.build()
 
 
