@@ -54,9 +54,11 @@ from infersight.validate.local_stack import Endpoint, LocalStack
 from infersight.validate.session import Monitoring, ScenarioRun, SessionError, Target, run_suite, served_model
 
 # The suite, in the order it runs: on the MoE server first, overload before KV pressure (its TTFT
-# burn outlasts it, and overload's baseline must be quiet), then the dense server: the hung engine
-# after the leak and the traffic stop (the requests it held burn the TTFT budget when it thaws),
-# stopped last. The traffic stop's companion load goes to the MoE server.
+# burn outlasts it, and overload's baseline must be quiet), then the dense server: the outlier
+# replica after the traffic stop (its load ends the stop; its own end would start a traffic stop
+# that the traffic stop's quiet-during-traffic could not tell from its own), the hung engine after
+# them (the requests it held burn the TTFT budget when it thaws), stopped last. The traffic stop's
+# companion load goes to the MoE server; the outlier replica's peers are two more dense replicas.
 DEFAULT_SCENARIOS = (
     "healthy",
     "moe_skew",
@@ -64,6 +66,7 @@ DEFAULT_SCENARIOS = (
     "kv_pressure",
     "gpu_leak",
     "traffic_stop",
+    "outlier_replica",
     "hung_engine",
     "target_down",
 )
@@ -77,6 +80,7 @@ SERVER_FOR: dict[str, ModelKind] = {
     "client_errors": "moe",
     "gpu_leak": "dense",
     "traffic_stop": "dense",
+    "outlier_replica": "dense",
     "hung_engine": "dense",
     "target_down": "dense",
     "server_kill": "dense",
@@ -97,7 +101,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "up",
         help="start vLLM + exporters + Prometheus + Alertmanager on loopback, prove the alerts, write a report",
         description="Build the bundle, start the whole stack on loopback (free ports, one temporary folder), run a "
-        "short validation suite (time-scaled rules), write the report, and stop everything. About 13 minutes on "
+        "short validation suite (time-scaled rules), write the report, and stop everything. About 16 minutes on "
         "2 CPU cores; the first run also builds two tiny models.",
     )
     p.add_argument(
@@ -144,14 +148,26 @@ def _plan(
                 f"{scenario.name} skipped: it needs the MoE exporter plugin in the vLLM, which --target does not say"
             )
             continue
-        plan.append((scenario, source, SERVER_FOR.get(scenario.name, "moe")))
+        if target and scenario.peers:
+            notes.append(
+                f"{scenario.name} skipped: it needs {scenario.peers} more replicas of the target's model, "
+                "which infersight up starts only without --target"
+            )
+            continue
+        # Peers are replicas of the dense model: a scenario of one's own with peers runs there.
+        plan.append((scenario, source, SERVER_FOR.get(scenario.name, "dense" if scenario.peers else "moe")))
     return plan, notes
 
 
+def _dense_peers(plan: Sequence[tuple[Scenario, str, ModelKind]]) -> int:
+    """How many more dense replicas the plan's scenarios need."""
+    return max((s.peers for s, _, kind in plan if kind == "dense"), default=0)
+
+
 def _target(endpoint: Endpoint) -> Target:
-    return Target(
-        endpoint.url, endpoint.model, endpoint.instance, load_vocabulary(endpoint.tokenizer), endpoint.controls
-    )
+    vocabulary = load_vocabulary(endpoint.tokenizer)
+    peers = tuple(Target(p.url, p.model, p.instance, vocabulary, p.controls) for p in endpoint.peers)
+    return Target(endpoint.url, endpoint.model, endpoint.instance, vocabulary, endpoint.controls, peers=peers)
 
 
 def _suite_target(
@@ -246,7 +262,7 @@ def run_up(args: argparse.Namespace) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="infersight-up-", dir=args.workdir))
     say(f"{prog}: temporary state in {workdir} (removed at the end)")
     models = tuple(dict.fromkeys(kind for _, _, kind in plan))
-    stack = LocalStack(workdir, models=models, target=target, say=say)
+    stack = LocalStack(workdir, models=models, target=target, say=say, dense_peers=_dense_peers(plan))
     began = time.monotonic()
     try:
         with interrupts_raise():

@@ -210,6 +210,10 @@ class Validity(_Strict):
         return 1000 / rate
 
 
+# A shorter cycle than the kernel schedules reliably, or a longer one than a throttle (a hang).
+THROTTLE_PERIOD_MIN, THROTTLE_PERIOD_MAX = Duration.parse("10ms"), Duration.parse("10s")
+
+
 class _Action(_Strict):
     name: Name
     at: Duration = Field(description="offset from the start of the run")
@@ -250,8 +254,35 @@ class EngineResume(_Action):
     do: Literal["engine_resume"]
 
 
+class EngineThrottleStart(_Action):
+    """Slow vLLM's engine down as a power- or clock-capped GPU would: its engine core and workers
+    stopped for ``stopped_share`` of every ``period``, its API server untouched."""
+
+    do: Literal["engine_throttle"]
+    stopped_share: float = Field(gt=0, lt=1)
+    period: Duration = Duration.parse("250ms")
+
+    @model_validator(mode="after")
+    def _period_in_range(self) -> EngineThrottleStart:
+        if not THROTTLE_PERIOD_MIN <= self.period <= THROTTLE_PERIOD_MAX:
+            raise ValueError(f"period {self.period} is not between {THROTTLE_PERIOD_MIN} and {THROTTLE_PERIOD_MAX}")
+        return self
+
+
+class EngineThrottleStop(_Action):
+    do: Literal["engine_unthrottle"]
+
+
 Action = Annotated[
-    ServerKill | TargetDown | TargetUp | GpuLeakStart | GpuLeakStop | EnginePause | EngineResume,
+    ServerKill
+    | TargetDown
+    | TargetUp
+    | GpuLeakStart
+    | GpuLeakStop
+    | EnginePause
+    | EngineResume
+    | EngineThrottleStart
+    | EngineThrottleStop,
     Field(discriminator="do"),
 ]
 ACTION_KINDS: tuple[str, ...] = (
@@ -262,9 +293,16 @@ ACTION_KINDS: tuple[str, ...] = (
     "gpu_leak_stop",
     "engine_pause",
     "engine_resume",
+    "engine_throttle",
+    "engine_unthrottle",
 )
 # Each "undo" action, with the action it must follow.
-_UNDOES = {"target_up": ("target_down", "server_kill"), "engine_resume": ("engine_pause",)}
+_UNDOES = {
+    "target_up": ("target_down", "server_kill"),
+    "engine_resume": ("engine_pause",),
+    "engine_unthrottle": ("engine_throttle",),
+}
+MAX_PEERS = 8
 
 
 class _AlertSelector(_Strict):
@@ -316,7 +354,7 @@ class ExpectQuiet(_AlertSelector):
     (default: all), about the target, or with ``of: companion`` about the companion's model."""
 
     during: list[Name] = []
-    of: Literal["target", "companion"] = "target"
+    of: Literal["target", "companion", "peers"] = "target"
 
 
 class Companion(_Strict):
@@ -372,6 +410,10 @@ class Scenario(_Strict):
     stages: list[Stage] = Field(min_length=1, max_length=100)
     actions: list[Action] = Field(default=[], max_length=100)
     companion: Companion | None = None
+    # Other replicas of the target's model, each sent the same stages by a load generator of its
+    # own, as a router spreads a model's traffic: what an outlier replica is judged against.
+    # infersight up starts them; with fewer, the peers' load and expectations are skipped.
+    peers: int = Field(default=0, ge=0, le=MAX_PEERS)
     expect: Expect | None = None
 
     @model_validator(mode="after")
@@ -456,10 +498,17 @@ class Scenario(_Strict):
         for i, quiet in enumerate(self.expect.quiet):
             if quiet.of == "companion" and self.companion is None:
                 problems.append(f"expect.quiet.{i}.of: companion, but the scenario has no companion: load")
+            if quiet.of == "peers" and self.peers == 0:
+                problems.append(f"expect.quiet.{i}.of: peers, but the scenario has no peers (peers: 1 to {MAX_PEERS})")
             unknown = sorted(set(quiet.during) - stage_names)
             if unknown:
                 problems.append(f"expect.quiet.{i}.during: unknown stages {unknown}; stages: {sorted(stage_names)}")
         return problems
+
+    def peer_load(self) -> Scenario:
+        """What each peer replica is sent: the same stages and limits, with no actions (the fault is
+        the target's alone) and nothing expected of its own."""
+        return self.model_copy(update={"name": f"{self.name[:35]}_peer", "actions": [], "peers": 0, "expect": None})
 
     def stage_starts(self) -> list[Duration]:
         starts, t = [], 0

@@ -3,7 +3,7 @@ one after another in a thread of its own, and records how each went.
 
 An action whose hook is missing is ``skipped`` (with the reason); a hook that raises is ``failed``
 (with its message); an action the run ended before is ``skipped``. A GPU leak still growing, or
-an engine still paused, when the scenario ends is undone by :meth:`ActionExecutor.finish`, so one
+an engine still paused or throttled, when the scenario ends is undone by :meth:`ActionExecutor.finish`, so one
 scenario's fault never becomes the next one's false positive.
 """
 
@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from infersight.loadgen.scenario import Action, GpuLeakStart
+from infersight.loadgen.scenario import Action, EngineThrottleStart, GpuLeakStart
 from infersight.validate.controls import ControlError, Controls, Hook
 from infersight.validate.timeline import ActionOutcome
 
@@ -32,6 +32,7 @@ class ActionExecutor:
         self._outcomes: list[ActionOutcome] = []
         self._leaking = False
         self._paused = False
+        self._throttled = False
         self._running: tuple[Action, float, float] | None = None
 
     @property
@@ -47,12 +48,16 @@ class ActionExecutor:
                 return None
             rate = action.mib_per_second if isinstance(action, GpuLeakStart) else 0.0
             return lambda: leak(rate)
+        throttle = c.engine_throttle
+        if isinstance(action, EngineThrottleStart):
+            return None if throttle is None else lambda: throttle(action.stopped_share, action.period.total_seconds)
         hooks: dict[str, Hook | None] = {
             "server_kill": c.server_kill,
             "target_down": c.target_down,
             "target_up": c.target_up,
             "engine_pause": c.engine_pause,
             "engine_resume": c.engine_resume,
+            "engine_unthrottle": c.engine_unthrottle,
         }
         return hooks[action.do]
 
@@ -78,6 +83,8 @@ class ActionExecutor:
             self._leaking = False
         elif action.do in ("engine_pause", "engine_resume"):
             self._paused = action.do == "engine_pause"
+        elif action.do in ("engine_throttle", "engine_unthrottle"):
+            self._throttled = action.do == "engine_throttle"
         return ActionOutcome(action.name, action.do, planned_at, "done", started, self._clock())
 
     def _record(self, outcome: ActionOutcome) -> None:
@@ -110,7 +117,7 @@ class ActionExecutor:
 
     def finish(self, timeout: float = 0.0) -> list[ActionOutcome]:
         """Skip what has not started, wait up to ``timeout`` s for a running hook, stop a leak left
-        growing and continue an engine left paused; every outcome so far."""
+        growing and let go of an engine left paused or throttled; every outcome so far."""
         self._cancel.set()
         self.wait(timeout)
         running = self._running
@@ -118,16 +125,22 @@ class ActionExecutor:
             action, planned, started = running
             detail = f"still running {self._clock() - started:.0f}s after it started, when the scenario ended"
             self._record(ActionOutcome(action.name, action.do, planned, "failed", started, None, detail))
-        if self._leaking and self.controls.gpu_leak is not None:
-            try:
-                self.controls.gpu_leak(0.0)
-                self._leaking = False
-            except ControlError as exc:
-                log.warning("could not stop the GPU leak after the scenario: %s", exc)
-        if self._paused and self.controls.engine_resume is not None:
-            try:
-                self.controls.engine_resume()
-                self._paused = False
-            except ControlError as exc:
-                log.warning("could not resume the paused engine after the scenario: %s", exc)
+        c = self.controls
+        leak = c.gpu_leak
+        if self._leaking and leak is not None:
+            self._leaking = not _undone(lambda: leak(0.0), "stop the GPU leak")
+        if self._paused and c.engine_resume is not None:
+            self._paused = not _undone(c.engine_resume, "resume the paused engine")
+        if self._throttled and c.engine_unthrottle is not None:
+            self._throttled = not _undone(c.engine_unthrottle, "let go of the throttled engine")
         return self.outcomes
+
+
+def _undone(undo: Hook, what: str) -> bool:
+    """Run a fault's undo after the scenario; False (and a warning) when it failed."""
+    try:
+        undo()
+    except ControlError as exc:
+        log.warning("could not %s after the scenario: %s", what, exc)
+        return False
+    return True

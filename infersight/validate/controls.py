@@ -4,8 +4,9 @@ A hook is a plain callable; a missing one means the action is skipped, and its `
 (the report shows it). Three kinds exist:
 - shell commands given on the command line (``--target-down-cmd 'systemctl stop vllm'``): run to
   completion with a timeout; ``target_up`` then waits for the target to list its models again;
-- a vLLM server this process started (``infersight up``): stop, SIGKILL, start, and SIGSTOP /
-  SIGCONT of its engine-core process (a hung engine whose API server still answers);
+- a vLLM server this process started (``infersight up``): stop, SIGKILL, start, SIGSTOP /
+  SIGCONT of its engine-core process (a hung engine whose API server still answers), and a duty
+  cycle of them (a throttled engine, infersight.stack.engine_throttle);
 - the fake GPU backend's control file (``infersight exporter gpu --control-file``).
 """
 
@@ -19,12 +20,14 @@ from pathlib import Path
 
 from infersight.deploy import http
 from infersight.exporters.gpu.fake_control import LeakSetting, write_setting
+from infersight.stack.engine_throttle import EngineThrottle, ThrottleError
 from infersight.stack.process import ServiceError, wait_until
 from infersight.stack.vllm_processes import signal_engine_core
 from infersight.stack.vllm_server import VLLMServer
 
 Hook = Callable[[], None]
 LeakHook = Callable[[float], None]  # MiB/s; 0 stops the growth
+ThrottleHook = Callable[[float, float], None]  # the share of each period the engine is stopped; period, s
 
 COMMAND_TIMEOUT_S = 120.0
 READY_TIMEOUT_S = 300.0  # room for vLLM's start on a busy 2-core host (its times: docs/results.md)
@@ -42,6 +45,8 @@ class Controls:
     gpu_leak: LeakHook | None = None
     engine_pause: Hook | None = None
     engine_resume: Hook | None = None
+    engine_throttle: ThrottleHook | None = None
+    engine_unthrottle: Hook | None = None
     # Why a hook is missing, per action kind; the default reason names the flag to pass.
     why: dict[str, str] = field(default_factory=dict)
 
@@ -54,6 +59,8 @@ class Controls:
             "gpu_leak_stop": "--gpu-control-file",
             "engine_pause": "--engine-pause-cmd",
             "engine_resume": "--engine-resume-cmd",
+            "engine_throttle": "a vLLM that infersight up started",
+            "engine_unthrottle": "a vLLM that infersight up started",
         }
         return self.why.get(kind, f"no hook for {kind}: pass {flags.get(kind, 'a hook')}")
 
@@ -130,8 +137,9 @@ def managed_server_controls(
     server: VLLMServer, ready_timeout_s: float = READY_TIMEOUT_S, after_start: Hook | None = None
 ) -> Controls:
     """Controls for a vLLM server this process started: SIGTERM stop, SIGKILL, start again (then
-    ``after_start``, e.g. to lower its priority as at the first start), and its engine core
-    stopped and continued."""
+    ``after_start``, e.g. to lower its priority as at the first start), its engine core stopped
+    and continued, and its engine throttled and let go."""
+    throttles: list[EngineThrottle] = []  # the one running, if any
 
     def kill() -> None:
         if not server.alive:
@@ -161,12 +169,29 @@ def managed_server_controls(
 
         return send
 
+    def throttle(stopped_share: float, period_s: float) -> None:
+        if throttles:
+            raise ControlError(f"{server.process.name} is already throttled")
+        if not server.alive:
+            raise ControlError(f"{server.process.name} is not running")
+        try:
+            throttles.append(EngineThrottle(server.process.pid, stopped_share, period_s).start())
+        except ThrottleError as exc:
+            raise ControlError(f"{server.process.name}: {exc}") from None
+
+    def unthrottle() -> None:
+        if not throttles:
+            raise ControlError(f"{server.process.name} is not throttled")
+        throttles.pop().stop()
+
     return Controls(
         server_kill=kill,
         target_down=down,
         target_up=up,
         engine_pause=engine_signal(signal.SIGSTOP),
         engine_resume=engine_signal(signal.SIGCONT),
+        engine_throttle=throttle,
+        engine_unthrottle=unthrottle,
     )
 
 

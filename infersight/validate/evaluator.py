@@ -17,7 +17,8 @@ Definitions (stated in the report too):
   the scenario when none are named); with ``of: companion`` the alerts judged are those about the
   companion load's model, and without a companion load it is skipped; it is skipped too when every
   companion alert that fired was right about the companion's own traffic (a starved server that
-  finished nothing: see companion_stall), with the reason;
+  finished nothing: see companion_stall), with the reason; with ``of: peers`` those about the
+  peer replicas that got the same load (skipped when none did);
 - healthy traffic is the part of a scenario before its first fault (all of it when it has none);
   a false positive is any alert that starts firing during healthy traffic.
 """
@@ -279,10 +280,12 @@ def evaluate(
     watch_alertmanager: bool = True,
     companion_scope: Scope | None = None,
     companion_excuse: Excuse = lambda _: None,
+    peer_scope: Scope | None = None,
 ) -> ScenarioVerdict:
     """Judge one scenario. ``scope`` drops alerts about something else (another vLLM target);
     ``companion_scope`` keeps those about the companion load's model (None: it did not run);
-    ``companion_excuse`` says why one of those was right (the companion's own traffic collapsed)."""
+    ``companion_excuse`` says why one of those was right (the companion's own traffic collapsed);
+    ``peer_scope`` keeps those about the peer replicas (None: no peer load ran)."""
     mine = [i for i in intervals if scope(i)]
     fault_map = faults(scenario, window, outcomes)
     expectations: list[ExpectationResult] = []
@@ -292,16 +295,15 @@ def evaluate(
         for quiet in scenario.expect.quiet:
             if quiet.of == "target":
                 expectations.append(_quiet(quiet, window, mine))
-            elif companion_scope is None:
-                expectations.append(
-                    ExpectationResult(
-                        "quiet", quiet.label, "skipped", "no companion load ran", during=tuple(quiet.during)
-                    )
-                )
-            else:
-                result = _quiet(quiet, window, [i for i in intervals if companion_scope(i)], companion_excuse)
-                result.selector += " of the companion"
-                expectations.append(result)
+                continue
+            other, excuse = (peer_scope, _no_excuse) if quiet.of == "peers" else (companion_scope, companion_excuse)
+            if other is None:
+                why = f"no {'peer' if quiet.of == 'peers' else 'companion'} load ran"
+                expectations.append(ExpectationResult("quiet", quiet.label, "skipped", why, during=tuple(quiet.during)))
+                continue
+            result = _quiet(quiet, window, [i for i in intervals if other(i)], excuse)
+            result.selector += " of the peers" if quiet.of == "peers" else " of the companion"
+            expectations.append(result)
     start, end = healthy_span(window, fault_map.values())
     false_positives = [
         FalsePositive(i.name, i.describe(), i.firing_at - window.start)
@@ -371,6 +373,24 @@ def summarize(verdicts: Sequence[ScenarioVerdict], known_alerts: Iterable[str] =
         missed=sum(1 for e in every if e.status == "missed"),
         skipped=sum(1 for e in every if e.status == "skipped"),
     )
+
+
+def _no_excuse(_: AlertInterval) -> str | None:
+    return None
+
+
+def peers_scope(instances: Iterable[str], model: str) -> Scope:
+    """Alerts about one of these replicas of ``model``: its serving or KV-cache alerts."""
+    named = frozenset(instances)
+
+    def in_scope(i: AlertInterval) -> bool:
+        return (
+            i.component in ("serving", "kv_cache")
+            and i.labels.get("instance") in named
+            and i.labels.get("model_name", model) == model
+        )
+
+    return in_scope
 
 
 def target_scope(instance: str | None, model: str | None) -> Scope:

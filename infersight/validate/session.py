@@ -54,6 +54,8 @@ class Target:
     controls: Controls = field(default_factory=Controls)
     # A second model's server for scenarios with a companion: load; None skips that load.
     companion: Target | None = None
+    # Other replicas of this model, for scenarios with peers: (the same load to each).
+    peers: tuple[Target, ...] = ()
 
 
 def served_model(url: str, flag: str = "--target") -> str:
@@ -186,8 +188,10 @@ def run_scenario(scenario: Scenario, source: str, target: Target, mon: Monitorin
     )
     companion: BackgroundRun | None = None
     load: BackgroundRun | None = None
+    peers: list[BackgroundRun] = []
     try:
         companion = _companion(scenario, target, mon, results_dir, notes)
+        peers = _peers(scenario, target, results_dir, notes)
         load = BackgroundRun(scenario, opts, executor.start).begin()
         while load.running:
             load.join(0.5)
@@ -206,7 +210,7 @@ def run_scenario(scenario: Scenario, source: str, target: Target, mon: Monitorin
         watcher.stop()
         raise
     finally:
-        _stop_companion(companion, notes)
+        _stop_loads({"companion": companion} | {f"peer {i}": p for i, p in enumerate(peers, start=1)}, notes)
     outcomes = executor.finish(timeout=0)
     watcher.stop()
     end = time.time()
@@ -226,6 +230,7 @@ def run_scenario(scenario: Scenario, source: str, target: Target, mon: Monitorin
         mon.alertmanager is not None,
         companion_scope,
         _companion_excuse(companion, target.companion, mon),
+        evaluator.peers_scope([p.instance for p in target.peers[: len(peers)]], target.model) if peers else None,
     )
     panel_data, errors = series.fetch(mon.prometheus, series.panels(mon.cfg, target.instance), start - 5, end)
     notes += [f"series not read: {e}" for e in errors]
@@ -288,6 +293,30 @@ def _companion(
     return BackgroundRun(companion, opts).begin()
 
 
+def _peers(scenario: Scenario, target: Target, results_dir: Path, notes: list[str]) -> list[BackgroundRun]:
+    """Start the scenario's load on each of its peer replicas (none without enough of them)."""
+    if scenario.peers == 0:
+        return []
+    if len(target.peers) < scenario.peers:
+        notes.append(
+            f"peer load skipped: the scenario needs {scenario.peers} other replicas of {target.model}, "
+            f"{len(target.peers)} known (infersight up starts them)"
+        )
+        return []
+    runs = []
+    for i, peer in enumerate(target.peers[: scenario.peers], start=1):
+        opts = runner.RunOptions(
+            target=peer.url,
+            out_dir=results_dir / f"peer-{i}",
+            vocabulary=peer.vocabulary,
+            model=peer.model,
+            handle_signals=False,
+        )
+        runs.append(BackgroundRun(scenario.peer_load(), opts).begin())
+    notes.append(f"the same load to {len(runs)} peer replicas: {', '.join(p.url for p in target.peers[: len(runs)])}")
+    return runs
+
+
 def companion_duration(scenario: Scenario, mon: Monitoring) -> Duration:
     """A bound past the end of the scenario's load (its max_duration at most) and of the watching
     after it (to the last deadline, the actions' end, the grace period); it is stopped before."""
@@ -320,15 +349,17 @@ def _companion_excuse(companion: BackgroundRun | None, other: Target | None, mon
     return companion_stall.excuse(rule, done, companion.start_time)
 
 
-def _stop_companion(companion: BackgroundRun | None, notes: list[str]) -> None:
-    if companion is None:
-        return
-    companion.stop()
-    companion.join(60)
-    try:
-        companion.result()
-    except (TargetError, RuntimeError, OSError) as exc:  # the scenario is judged all the same
-        notes.append(f"companion load failed: {exc}")
+def _stop_loads(loads: dict[str, BackgroundRun | None], notes: list[str]) -> None:
+    """Stop the side loads (companion, peers) and note any that failed."""
+    started = {what: run for what, run in loads.items() if run is not None}
+    for run in started.values():
+        run.stop()
+    for what, run in started.items():
+        run.join(60)
+        try:
+            run.result()
+        except (TargetError, RuntimeError, OSError) as exc:  # the scenario is judged all the same
+            notes.append(f"{what} load failed: {exc}")
 
 
 def _observe(

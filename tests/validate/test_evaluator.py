@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from infersight.validate.evaluator import evaluate, summarize, target_scope
+from infersight.validate.evaluator import evaluate, peers_scope, summarize, target_scope
 
 from .timelines import (
     COMPANION_MODEL,
@@ -13,6 +13,8 @@ from .timelines import (
     INSTANCE,
     LEAK,
     MODEL,
+    OUTLIER,
+    PEERS,
     STOP,
     TARGET_DOWN,
     TTFT_BURN,
@@ -20,6 +22,7 @@ from .timelines import (
     alert,
     healthy,
     hung_engine,
+    outlier_replica,
     overload,
     target_down,
     traffic_stop,
@@ -235,3 +238,25 @@ def test_without_a_companion_load_its_quiet_is_skipped() -> None:
     stopped = alert(STOP, pending=47, firing=53, model_name=MODEL)
     (_, quiet) = evaluate(sc, win(sc), [], [stopped], target_scope(INSTANCE, MODEL)).expectations
     assert (quiet.status, quiet.detail) == ("skipped", "no companion load ran")
+
+
+def test_a_peers_quiet_is_judged_on_the_peer_replicas_alone() -> None:
+    sc = outlier_replica()
+    mine, peers = target_scope(INSTANCE, MODEL), peers_scope(PEERS, MODEL)
+    outcomes = [action("throttle", "engine_throttle", 30)]
+    slow = alert(OUTLIER, pending=35, firing=50, instance=INSTANCE, model_name=MODEL)
+    fire, quiet_healthy, quiet_peers = evaluate(sc, win(sc), outcomes, [slow], mine, peer_scope=peers).expectations
+    assert [e.status for e in (fire, quiet_healthy, quiet_peers)] == ["met", "met", "met"]
+    assert fire.ttd_s == pytest.approx(20)
+    assert quiet_peers.selector == f"alert {OUTLIER} of the peers"
+    # A peer named too breaks it; another model's replica on the same port range does not.
+    peer = alert(OUTLIER, pending=40, firing=55, instance=PEERS[1], model_name=MODEL)
+    elsewhere = alert(OUTLIER, pending=40, firing=55, instance=PEERS[0], model_name="other-model")
+    verdict = evaluate(sc, win(sc), outcomes, [slow, peer, elsewhere], mine, peer_scope=peers)
+    assert [e.status for e in verdict.expectations] == ["met", "met", "missed"]
+    assert verdict.expectations[2].offenders == [
+        f"{OUTLIER}{{instance={PEERS[1]}, model_name={MODEL}}} fired at +55.0s"
+    ]
+    # No peer load ran: skipped, saying so.
+    skipped = evaluate(sc, win(sc), outcomes, [slow], mine).expectations[2]
+    assert (skipped.status, skipped.detail) == ("skipped", "no peer load ran")

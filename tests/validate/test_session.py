@@ -1,15 +1,21 @@
-"""The settle before a scenario and how long its companion load may run (a stub of Prometheus's
-alerts API in the process, no services)."""
+"""The settle before a scenario, how long its companion load may run (a stub of Prometheus's
+alerts API in the process, no services), and the peers' load (stub vLLM servers)."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from pathlib import Path
 from typing import Any
 
 from infersight.config import Config
+from infersight.loadgen.prompts import WordVocabulary
+from infersight.loadgen.scenario import parse_scenario
+from infersight.loadgen.stub_server import StubConfig, StubServer
 from infersight.validate import evaluator
 from infersight.validate.apis import PrometheusApi
-from infersight.validate.session import Monitoring, Settled, companion_duration, settle
+from infersight.validate.session import Monitoring, Settled, Target, companion_duration, instance_of, settle
+from infersight.validate.session import _peers as session_peers
 from infersight.validate.timeline import AlertInterval
 from tests.validate.timelines import (
     HUNG,
@@ -125,3 +131,32 @@ def test_an_alert_firing_at_the_start_spoils_the_expectations_of_the_target_that
     by_component = overload(fire=[{"component": "kv_cache", "within": "30s"}])
     assert evaluator.spoils(by_component, interval("AnyKVAlert", "kv_cache"))
     assert not evaluator.spoils(by_component, interval(TTFT_BURN))
+
+
+def test_each_peer_is_sent_the_scenarios_stages_and_a_missing_peer_is_noted(tmp_path: Path) -> None:
+    sc = parse_scenario(
+        {
+            "name": "p",
+            "limits": {"max_duration": "10s", "max_requests": 100},
+            "peers": 2,
+            "stages": [{"name": "s", "duration": "1s", "rate": 5, "arrival": "constant"}],
+            "actions": [{"name": "t", "at": "0s", "do": "engine_throttle", "stopped_share": 0.5}],
+        }
+    )
+    with StubServer(StubConfig()).start() as one, StubServer(StubConfig()).start() as two:
+        peers = tuple(Target(s.url, "stub-model", instance_of(s.url), WordVocabulary()) for s in (one, two))
+        target = Target("http://127.0.0.1:9", "stub-model", "127.0.0.1:9", WordVocabulary(), peers=peers)
+        notes: list[str] = []
+        runs = session_peers(sc, target, tmp_path, notes)
+        for run in runs:
+            run.join(30)
+        assert [run.result().run["summary"]["overall"]["succeeded"] for run in runs] == [5, 5]
+        assert (one.requests, two.requests) == (5, 5)
+        assert notes == [f"the same load to 2 peer replicas: {one.url}, {two.url}"]
+        # One peer short: no peer load at all (the outlier's median needs them all), and the note says why.
+        short: list[str] = []
+        assert session_peers(sc, dataclasses.replace(target, peers=peers[:1]), tmp_path / "short", short) == []
+        assert short == [
+            "peer load skipped: the scenario needs 2 other replicas of stub-model, 1 known (infersight up starts them)"
+        ]
+        assert (one.requests, two.requests) == (5, 5)

@@ -92,6 +92,33 @@ def traffic_stop() -> Scenario:
     )
 
 
+OUTLIER = "InfersightVLLMOutlierReplica"
+PEERS = ("127.0.0.1:8001", "127.0.0.1:8002")
+
+
+def outlier_replica() -> Scenario:
+    """One replica and two peers with the same load for 80 s; the replica throttled from 30 s to 60 s."""
+    return parse_scenario(
+        {
+            "name": "outlier_replica",
+            "limits": {"max_duration": "2m", "max_requests": 10_000},
+            "peers": 2,
+            "stages": [
+                {"name": "healthy", "duration": "30s", "rate": 1},
+                {"name": "throttled", "duration": "50s", "rate": 1},
+            ],
+            "actions": [
+                {"name": "throttle", "at": "30s", "do": "engine_throttle", "stopped_share": 0.9},
+                {"name": "let_go", "at": "60s", "do": "engine_unthrottle"},
+            ],
+            "expect": {
+                "fire": [{"alert": OUTLIER, "within": "30s", "after": "throttle"}],
+                "quiet": [{"alert": OUTLIER, "during": ["healthy"]}, {"alert": OUTLIER, "of": "peers"}],
+            },
+        }
+    )
+
+
 def healthy() -> Scenario:
     return parse_scenario(
         {
