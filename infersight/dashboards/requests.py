@@ -18,6 +18,7 @@ from grafana_foundation_sdk.builders.table import Panel as TablePanel
 
 from infersight import conventions, promql
 from infersight.config import Config
+from infersight.dashboards import trace_links
 from infersight.dashboards.common import Column, Query, Section, filters, heatmap, render, table, timeseries
 from infersight.recording_rules import serving as serving_rules
 from infersight.traces.attributes import STAGES, stage_histogram
@@ -190,13 +191,19 @@ def _shape(cfg: Config) -> Section:
 
 
 def _per_server(cfg: Config) -> Section:
-    """Which replica a model's slow requests come from."""
+    """Which replica a model's slow requests come from; a click on one opens its requests' traces."""
+    traces = trace_links.links(cfg, ("model_name", "instance"), "series")
     return Section(
         "Latency per server",
         [
             *(
                 timeseries(
-                    title, f"{what} {_RAW}", "s", _raw_quantiles(cfg, metric, conventions.INSTANCE, (0.95,)), width=8
+                    title,
+                    f"{what} {_RAW}{trace_links.hint(cfg)}",
+                    "s",
+                    _raw_quantiles(cfg, metric, conventions.INSTANCE, (0.95,)),
+                    width=8,
+                    links=traces,
                 )
                 for metric, title, what in (
                     (E2E, "E2E latency p95 by instance", "End-to-end request latency p95 per server."),
@@ -209,10 +216,12 @@ def _per_server(cfg: Config) -> Section:
             ),
             timeseries(
                 "Mean queue time by instance",
-                f"Mean time a request waited for a slot, per server: a replica its router overloads. {_RAW}",
+                f"Mean time a request waited for a slot, per server: a replica its router overloads. {_RAW}"
+                + trace_links.hint(cfg),
                 "s",
                 [Query(_raw_mean(cfg, QUEUE_TIME, conventions.INSTANCE), "{{model_name}} @ {{instance}}")],
                 width=8,
+                links=traces,
             ),
         ],
     )

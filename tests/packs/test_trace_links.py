@@ -20,7 +20,16 @@ from infersight.deploy import grafana
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"  # a slash, as real model names have
 INSTANCE = "10.0.0.1:8000"
 FROM, TO = 1_700_000_000_000, 1_700_003_600_000
-LINKED = {"TTFT latency", "ITL latency", "E2E latency", "TTFT p99 by instance", "Instances"}
+LINKED = {
+    "TTFT latency",
+    "ITL latency",
+    "E2E latency",
+    "TTFT p99 by instance",
+    "Instances",
+    "E2E latency p95 by instance",
+    "ITL p95 by instance",
+    "Mean queue time by instance",
+}
 
 
 def boards(cfg: Config) -> dict[str, dict[str, Any]]:

@@ -10295,12 +10295,27 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "End-to-end request latency p95 per server. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate).",
+          "description": "End-to-end request latency p95 per server. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate). Click a series or row for its requests' traces (tempo).",
           "fieldConfig": {
             "defaults": {
               "custom": {
                 "fillOpacity": 10,
               },
+              "links": [
+                {
+                  "asDropdown": false,
+                  "icon": "",
+                  "includeVars": false,
+                  "keepTime": false,
+                  "placement": "inControlsMenu",
+                  "tags": [],
+                  "targetBlank": true,
+                  "title": "Traces of this model and instance",
+                  "tooltip": "",
+                  "type": "link",
+                  "url": "/explore?schemaVersion=1&orgId=1&panes=%7B%22traces%22%3A%7B%22datasource%22%3A%22tempo%22%2C%22queries%22%3A%5B%7B%22refId%22%3A%22A%22%2C%22datasource%22%3A%7B%22type%22%3A%22tempo%22%2C%22uid%22%3A%22tempo%22%7D%2C%22queryType%22%3A%22traceql%22%2C%22query%22%3A%22%7B%20name%20%3D%20%5C%22llm_request%5C%22%20%26%26%20resource.service.name%20%3D%20%5C%22${__field.labels.model_name:percentencode}%5C%22%20%26%26%20resource.service.instance.id%20%3D%20%5C%22${__field.labels.instance:percentencode}%5C%22%20%7D%22%7D%5D%2C%22range%22%3A%7B%22from%22%3A%22${__from}%22%2C%22to%22%3A%22${__to}%22%7D%7D%7D",
+                },
+              ],
               "min": 0,
               "unit": "s",
             },
@@ -10349,12 +10364,27 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Inter-token latency p95 per server: a replica on a slow or shared GPU decodes slower. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate).",
+          "description": "Inter-token latency p95 per server: a replica on a slow or shared GPU decodes slower. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate). Click a series or row for its requests' traces (tempo).",
           "fieldConfig": {
             "defaults": {
               "custom": {
                 "fillOpacity": 10,
               },
+              "links": [
+                {
+                  "asDropdown": false,
+                  "icon": "",
+                  "includeVars": false,
+                  "keepTime": false,
+                  "placement": "inControlsMenu",
+                  "tags": [],
+                  "targetBlank": true,
+                  "title": "Traces of this model and instance",
+                  "tooltip": "",
+                  "type": "link",
+                  "url": "/explore?schemaVersion=1&orgId=1&panes=%7B%22traces%22%3A%7B%22datasource%22%3A%22tempo%22%2C%22queries%22%3A%5B%7B%22refId%22%3A%22A%22%2C%22datasource%22%3A%7B%22type%22%3A%22tempo%22%2C%22uid%22%3A%22tempo%22%7D%2C%22queryType%22%3A%22traceql%22%2C%22query%22%3A%22%7B%20name%20%3D%20%5C%22llm_request%5C%22%20%26%26%20resource.service.name%20%3D%20%5C%22${__field.labels.model_name:percentencode}%5C%22%20%26%26%20resource.service.instance.id%20%3D%20%5C%22${__field.labels.instance:percentencode}%5C%22%20%7D%22%7D%5D%2C%22range%22%3A%7B%22from%22%3A%22${__from}%22%2C%22to%22%3A%22${__to}%22%7D%7D%7D",
+                },
+              ],
               "min": 0,
               "unit": "s",
             },
@@ -10403,12 +10433,27 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Mean time a request waited for a slot, per server: a replica its router overloads. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate).",
+          "description": "Mean time a request waited for a slot, per server: a replica its router overloads. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate). Click a series or row for its requests' traces (tempo).",
           "fieldConfig": {
             "defaults": {
               "custom": {
                 "fillOpacity": 10,
               },
+              "links": [
+                {
+                  "asDropdown": false,
+                  "icon": "",
+                  "includeVars": false,
+                  "keepTime": false,
+                  "placement": "inControlsMenu",
+                  "tags": [],
+                  "targetBlank": true,
+                  "title": "Traces of this model and instance",
+                  "tooltip": "",
+                  "type": "link",
+                  "url": "/explore?schemaVersion=1&orgId=1&panes=%7B%22traces%22%3A%7B%22datasource%22%3A%22tempo%22%2C%22queries%22%3A%5B%7B%22refId%22%3A%22A%22%2C%22datasource%22%3A%7B%22type%22%3A%22tempo%22%2C%22uid%22%3A%22tempo%22%7D%2C%22queryType%22%3A%22traceql%22%2C%22query%22%3A%22%7B%20name%20%3D%20%5C%22llm_request%5C%22%20%26%26%20resource.service.name%20%3D%20%5C%22${__field.labels.model_name:percentencode}%5C%22%20%26%26%20resource.service.instance.id%20%3D%20%5C%22${__field.labels.instance:percentencode}%5C%22%20%7D%22%7D%5D%2C%22range%22%3A%7B%22from%22%3A%22${__from}%22%2C%22to%22%3A%22${__to}%22%7D%7D%7D",
+                },
+              ],
               "min": 0,
               "unit": "s",
             },
