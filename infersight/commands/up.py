@@ -101,7 +101,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "up",
         help="start vLLM + exporters + Prometheus + Alertmanager on loopback, prove the alerts, write a report",
         description="Build the bundle, start the whole stack on loopback (free ports, one temporary folder), run a "
-        "short validation suite (time-scaled rules), write the report, and stop everything. About 16 minutes on "
+        "short validation suite (time-scaled rules), write the report, and stop everything. About 14 minutes on "
         "2 CPU cores; the first run also builds two tiny models.",
     )
     p.add_argument(
