@@ -155,16 +155,10 @@ class LocalStack:
         )  # fmt: skip
 
     def all_servers(self) -> dict[str, VLLMServer]:
-        """Every vLLM this stack runs, by a name for messages: the model kind, or the peer."""
-        named = {str(kind): server for kind, server in self.servers.items()}
-        return named | {f"dense peer {i}": server for i, server in enumerate(self.peers, start=1)}
-
-    def _labels(self) -> dict[str, VLLMServer]:
-        """Every vLLM by what the user reads: ``vLLM <served name>`` or ``vLLM dense peer <i>``."""
-        return {
-            f"vLLM {server.served_model_name}" if name in self.servers else f"vLLM {name}": server
-            for name, server in self.all_servers().items()
-        }
+        """Every vLLM this stack runs, by what the user reads: ``vLLM <served name>``, or
+        ``vLLM dense peer <i>`` for the dense model's other replicas."""
+        named = {f"vLLM {server.served_model_name}": server for server in self.servers.values()}
+        return named | {f"vLLM dense peer {i}": server for i, server in enumerate(self.peers, start=1)}
 
     def _start_servers(self) -> None:
         for kind in self.models:
@@ -181,7 +175,7 @@ class LocalStack:
                 errors[name] = exc
 
         self._starting = [
-            threading.Thread(target=start, args=(name, server), name=f"start-{name}")
+            threading.Thread(target=start, args=(name, server), name=f"start {name}")
             for name, server in self.all_servers().items()
         ]
         for t in self._starting:
@@ -190,7 +184,7 @@ class LocalStack:
             while t.is_alive():  # short joins, so Ctrl-C reaches the main thread
                 t.join(0.5)
         for failed, exc in errors.items():
-            raise ServiceError(f"vLLM ({failed}) did not start: {exc}")
+            raise ServiceError(f"{failed} did not start: {exc}")
 
     def _start_gpu_exporter(self) -> None:
         scenario = self.workdir / "fake-gpu.yaml"
@@ -262,7 +256,7 @@ class LocalStack:
         if self.observed is not None:
             out["Prometheus"] = self.observed.prometheus.url
             out["Alertmanager"] = self.observed.alertmanager.url
-        for label, server in self._labels().items():
+        for label, server in self.all_servers().items():
             out[label] = server.url
         if self.target:
             out["vLLM (--target)"] = self.target
@@ -275,7 +269,7 @@ class LocalStack:
 
     def healthy(self) -> list[str]:
         """What has died since the start (for --keep-running's watch)."""
-        dead = [label for label, s in self._labels().items() if not s.alive]
+        dead = [label for label, s in self.all_servers().items() if not s.alive]
         if self.gpu_exporter is not None and not self.gpu_exporter.alive:
             dead.append("GPU exporter")
         if self.observed is not None and http_get(f"{self.observed.prometheus.url}/-/ready")[0] != 200:
@@ -290,7 +284,7 @@ class LocalStack:
             steps.append(("Prometheus and Alertmanager", self.observed.stop))
         if self.gpu_exporter is not None:
             steps.append(("GPU exporter", self.gpu_exporter.stop))
-        steps += [(label, s.stop) for label, s in self._labels().items()]
+        steps += [(label, s.stop) for label, s in self.all_servers().items()]
         for what, stop in steps:
             try:
                 stop()
