@@ -34,6 +34,7 @@ from infersight.fleet.stack import FleetStack
 WINDOW = Duration.parse("4m")
 SAMPLE_EVERY_S = 10.0
 REPEATS = 5  # each expression is timed this often, interleaved; the median is printed
+SLOWEST_RULES = 25  # where the groups' time goes, at both points
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class Point:
 
     label: str
     groups: list[measure.GroupCost]
+    rules: list[measure.RuleCost]
     exprs: dict[str, tuple[float, int]]
 
 
@@ -99,8 +101,10 @@ def measure_twice(
             window = args.window.total_seconds
             time.sleep(max(0.0, at.total_seconds - window - (time.monotonic() - started)))
             times = rule_times(stack.api, window)
-            points.append(Point(f"{label} ({at})", times.groups(), expression_times(stack.api, exprs)))
-            print(f"measured {label}", flush=True)
+            rules = times.slowest_rules()  # every rule, slowest first
+            points.append(Point(f"{label} ({at})", times.groups(), rules, expression_times(stack.api, exprs)))
+            share = sum(g.share for g in points[-1].groups)
+            print(f"measured {label}: all groups {100 * share:.2f} % of their intervals", flush=True)
         own = measure.self_metrics(
             stack.api, ("prometheus_rule_group_iterations_missed_total", "prometheus_rule_evaluation_failures_total")
         )
@@ -122,6 +126,13 @@ def report(
         print(f"{g.name:<46} {g.interval_s:>7.0f}s {100 * e_share:>15.2f}% {100 * g.share:>15.2f}% {ratio:>7}")
     total_e, total_l = sum(g.share for g in early.groups), sum(g.share for g in late.groups)
     print(f"{'all groups (sum of shares)':<46} {'':>8} {100 * total_e:>15.2f}% {100 * total_l:>15.2f}%")
+    intervals = {g.name: g.interval_s for g in late.groups}
+    early_rules = {(r.group, r.name): r.seconds for r in early.rules}
+    print(f"\n{'slowest rules at steady state':<60} {'group':<36} {'early':>8} {'steady':>8} {'share':>7}")
+    for r in late.rules[:SLOWEST_RULES]:
+        early_s = early_rules.get((r.group, r.name), 0.0)
+        share = 100 * r.seconds / intervals.get(r.group, 1.0)
+        print(f"{r.name[:60]:<60} {r.group[:36]:<36} {early_s:7.3f}s {r.seconds:7.3f}s {share:6.2f}%")
     for name in exprs:
         (es, en), (ls, ln) = early_x[name], late_x[name]
         print(f"expr {name:<41} {es:8.3f}s ({en} samples) {ls:8.3f}s ({ln} samples)")

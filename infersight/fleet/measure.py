@@ -115,8 +115,8 @@ class RuleTimes:
             costs.append(cost)
         return costs
 
-    def slowest_rules(self, count: int) -> list[RuleCost]:
-        """The ``count`` rules with the longest median evaluation: where the groups' time goes."""
+    def slowest_rules(self, count: int | None = None) -> list[RuleCost]:
+        """The ``count`` rules (default all) with the longest median evaluation: where the groups' time goes."""
         costs = [RuleCost(group, rule, statistics.median(t.values())) for (group, rule), t in self._rules.items()]
         return sorted(costs, key=lambda c: -c.seconds)[:count]
 
