@@ -29,6 +29,7 @@ from infersight.config import load_config
 from infersight.durations import Duration
 from infersight.fleet import measure
 from infersight.fleet.stack import FleetStack
+from infersight.interrupts import Terminated, interrupts_raise, signal_of
 
 # Rule times are sampled over this long before each point: two evaluations of a 2 m group.
 WINDOW = Duration.parse("4m")
@@ -85,10 +86,16 @@ def main() -> None:
         for p in sorted((args.bundle / kind).glob("*.yaml"))
     }
     exprs = yaml.safe_load(args.exprs.read_text()) if args.exprs else {}
-    with tempfile.TemporaryDirectory(prefix="infersight-steady-") as scratch:
-        workdir = args.workdir or Path(scratch)
-        workdir.mkdir(parents=True, exist_ok=True)
-        report(measure_twice(workdir, args, files, exprs), exprs)
+    # Ctrl-C and SIGTERM (even where the shell started it with SIGINT ignored) stop the fleet and
+    # Prometheus through FleetStack's exit; a plain SIGTERM would leave both running.
+    try:
+        with interrupts_raise(), tempfile.TemporaryDirectory(prefix="infersight-steady-") as scratch:
+            workdir = args.workdir or Path(scratch)
+            workdir.mkdir(parents=True, exist_ok=True)
+            report(measure_twice(workdir, args, files, exprs), exprs)
+    except (KeyboardInterrupt, Terminated) as exc:
+        name = getattr(signal_of(exc), "name", "an interrupt")
+        raise SystemExit(f"stopped by {name}: the fleet and Prometheus are stopped") from None
 
 
 def measure_twice(

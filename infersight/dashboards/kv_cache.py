@@ -8,7 +8,7 @@ from typing import Any
 
 from infersight import conventions, promql
 from infersight.config import Config
-from infersight.dashboards import kv_connectors
+from infersight.dashboards import kv_connectors, trace_links
 from infersight.dashboards.common import Column, Query, Section, filters, model_quantiles, render, table, timeseries
 from infersight.recording_rules import kv_cache as kv_cache_rules
 from infersight.recording_rules import kv_connectors as kv_connectors_rules
@@ -308,13 +308,17 @@ def _queue(cfg: Config) -> Section:
 
 
 def _phases(cfg: Config) -> Section:
+    """Where a model's request time goes; a click on a series opens that model's request traces,
+    whose spans break each request down into the same stages."""
     panels = [
         timeseries(
             f"{title} latency",
-            f"{title} p50/p95/p99 per model, from vLLM's histogram over {cfg.intervals.rate}.",
+            f"{title} p50/p95/p99 per model, from vLLM's histogram over {cfg.intervals.rate}."
+            + trace_links.hint(cfg),
             "s",
             model_quantiles(cfg, metric, conventions.QUANTILES),
             width=8,
+            links=trace_links.links(cfg, ("model_name",), "series"),
         )
         for metric, title in kv_cache_rules.PHASE_HISTOGRAMS
     ]

@@ -29,6 +29,9 @@ LINKED = {
     "E2E latency p95 by instance",
     "ITL p95 by instance",
     "Mean queue time by instance",
+    "Queue time latency",
+    "Prefill time latency",
+    "Decode time latency",
 }
 
 

@@ -4251,12 +4251,27 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Queue time p50/p95/p99 per model, from vLLM's histogram over " + f.duration($._config["intervals.rate"]) + ".",
+          "description": "Queue time p50/p95/p99 per model, from vLLM's histogram over " + f.duration($._config["intervals.rate"]) + ". Click a series or row for its requests' traces (tempo).",
           "fieldConfig": {
             "defaults": {
               "custom": {
                 "fillOpacity": 10,
               },
+              "links": [
+                {
+                  "asDropdown": false,
+                  "icon": "",
+                  "includeVars": false,
+                  "keepTime": false,
+                  "placement": "inControlsMenu",
+                  "tags": [],
+                  "targetBlank": true,
+                  "title": "Traces of this model and instance",
+                  "tooltip": "",
+                  "type": "link",
+                  "url": "/explore?schemaVersion=1&orgId=1&panes=%7B%22traces%22%3A%7B%22datasource%22%3A%22tempo%22%2C%22queries%22%3A%5B%7B%22refId%22%3A%22A%22%2C%22datasource%22%3A%7B%22type%22%3A%22tempo%22%2C%22uid%22%3A%22tempo%22%7D%2C%22queryType%22%3A%22traceql%22%2C%22query%22%3A%22%7B%20name%20%3D%20%5C%22llm_request%5C%22%20%26%26%20resource.service.name%20%3D%20%5C%22${__field.labels.model_name:percentencode}%5C%22%20%7D%22%7D%5D%2C%22range%22%3A%7B%22from%22%3A%22${__from}%22%2C%22to%22%3A%22${__to}%22%7D%7D%7D",
+                },
+              ],
               "min": 0,
               "unit": "s",
             },
@@ -4323,12 +4338,27 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Prefill time p50/p95/p99 per model, from vLLM's histogram over " + f.duration($._config["intervals.rate"]) + ".",
+          "description": "Prefill time p50/p95/p99 per model, from vLLM's histogram over " + f.duration($._config["intervals.rate"]) + ". Click a series or row for its requests' traces (tempo).",
           "fieldConfig": {
             "defaults": {
               "custom": {
                 "fillOpacity": 10,
               },
+              "links": [
+                {
+                  "asDropdown": false,
+                  "icon": "",
+                  "includeVars": false,
+                  "keepTime": false,
+                  "placement": "inControlsMenu",
+                  "tags": [],
+                  "targetBlank": true,
+                  "title": "Traces of this model and instance",
+                  "tooltip": "",
+                  "type": "link",
+                  "url": "/explore?schemaVersion=1&orgId=1&panes=%7B%22traces%22%3A%7B%22datasource%22%3A%22tempo%22%2C%22queries%22%3A%5B%7B%22refId%22%3A%22A%22%2C%22datasource%22%3A%7B%22type%22%3A%22tempo%22%2C%22uid%22%3A%22tempo%22%7D%2C%22queryType%22%3A%22traceql%22%2C%22query%22%3A%22%7B%20name%20%3D%20%5C%22llm_request%5C%22%20%26%26%20resource.service.name%20%3D%20%5C%22${__field.labels.model_name:percentencode}%5C%22%20%7D%22%7D%5D%2C%22range%22%3A%7B%22from%22%3A%22${__from}%22%2C%22to%22%3A%22${__to}%22%7D%7D%7D",
+                },
+              ],
               "min": 0,
               "unit": "s",
             },
@@ -4395,12 +4425,27 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Decode time p50/p95/p99 per model, from vLLM's histogram over " + f.duration($._config["intervals.rate"]) + ".",
+          "description": "Decode time p50/p95/p99 per model, from vLLM's histogram over " + f.duration($._config["intervals.rate"]) + ". Click a series or row for its requests' traces (tempo).",
           "fieldConfig": {
             "defaults": {
               "custom": {
                 "fillOpacity": 10,
               },
+              "links": [
+                {
+                  "asDropdown": false,
+                  "icon": "",
+                  "includeVars": false,
+                  "keepTime": false,
+                  "placement": "inControlsMenu",
+                  "tags": [],
+                  "targetBlank": true,
+                  "title": "Traces of this model and instance",
+                  "tooltip": "",
+                  "type": "link",
+                  "url": "/explore?schemaVersion=1&orgId=1&panes=%7B%22traces%22%3A%7B%22datasource%22%3A%22tempo%22%2C%22queries%22%3A%5B%7B%22refId%22%3A%22A%22%2C%22datasource%22%3A%7B%22type%22%3A%22tempo%22%2C%22uid%22%3A%22tempo%22%7D%2C%22queryType%22%3A%22traceql%22%2C%22query%22%3A%22%7B%20name%20%3D%20%5C%22llm_request%5C%22%20%26%26%20resource.service.name%20%3D%20%5C%22${__field.labels.model_name:percentencode}%5C%22%20%7D%22%7D%5D%2C%22range%22%3A%7B%22from%22%3A%22${__from}%22%2C%22to%22%3A%22${__to}%22%7D%7D%7D",
+                },
+              ],
               "min": 0,
               "unit": "s",
             },
