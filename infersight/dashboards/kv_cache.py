@@ -313,8 +313,7 @@ def _phases(cfg: Config) -> Section:
     panels = [
         timeseries(
             f"{title} latency",
-            f"{title} p50/p95/p99 per model, from vLLM's histogram over {cfg.intervals.rate}."
-            + trace_links.hint(cfg),
+            f"{title} p50/p95/p99 per model, from vLLM's histogram over {cfg.intervals.rate}." + trace_links.hint(cfg),
             "s",
             model_quantiles(cfg, metric, conventions.QUANTILES),
             width=8,

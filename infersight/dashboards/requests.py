@@ -30,6 +30,7 @@ INSTANCE_FILTERS = filters(*VARIABLES)
 # vLLM's per-request histograms of length and pace; the serving pack's reads include them.
 PROMPT_TOKENS = "vllm:request_prompt_tokens"
 OUTPUT_TOKENS = "vllm:request_generation_tokens"
+LONGEST_SAMPLE_TOKENS = "vllm:request_max_num_generation_tokens"  # per request with n > 1
 TPOT = "vllm:request_time_per_output_token_seconds"
 E2E = "vllm:e2e_request_latency_seconds"
 ITL = "vllm:inter_token_latency_seconds"
@@ -170,6 +171,16 @@ def _shape(cfg: Config) -> Section:
                     Query(_raw_mean(cfg, PREFILL_COMPUTED_TOKENS, model), "computed {{model_name}}"),
                 ],
                 width=8,
+            ),
+            timeseries(
+                "Longest of n parallel samples",
+                "A request with n > 1 finishes with its longest sample: that sample's mean generated tokens per "
+                "model, what vLLM's own dashboard draws as *Max Generation Token in Sequence Group*. "
+                f"Requests with n = 1 are not counted. {_RAW}",
+                "short",
+                [Query(_raw_mean(cfg, LONGEST_SAMPLE_TOKENS, model), "{{model_name}}")],
+                width=8,
+                no_value="No request with n > 1 (parallel sampling) here",
             ),
             timeseries(
                 "Mean time per request phase",

@@ -21,7 +21,7 @@ from infersight.lint import dashboard_queries
 from infersight.stack.observed import ObservedStack, validation_profile
 from infersight.stack.tiny_models import SERVED_NAMES
 from infersight.stack.vllm_server import VLLMServer
-from tests.e2e.traffic import burst
+from tests.e2e.traffic import burst, complete
 from tests.packs.e2e_support import assert_every_query_answers, assert_queries_eventually
 
 pytestmark = pytest.mark.e2e
@@ -94,6 +94,14 @@ def test_golden_signals_move_with_traffic(observed: ObservedStack, with_traffic:
     assert_queries_eventually(observed.prometheus, {e: e for e in exprs}, moved, 30, "golden signals move with traffic")
     # Healthy light traffic raises no serving alert.
     assert not {a for a in observed.firing() if a.startswith("InfersightVLLM")}
+
+
+def test_the_parallel_sampling_panel_has_data_once_a_request_asks_for_n_samples(
+    observed: ObservedStack, dense_vllm: VLLMServer, with_traffic: None
+) -> None:
+    # The panel says "No request with n > 1" otherwise, so the test of every query above leaves it out.
+    assert [complete(dense_vllm.url, MODEL, "three samples of one prompt", 8, n=3) for _ in range(2)] == [200, 200]
+    assert_every_query_answers(observed, "vllm-requests.json", timeout=60, panels=("Longest of n parallel samples",))
 
 
 def test_target_down_reaches_alertmanager(observed: ObservedStack, dense_vllm: VLLMServer, with_traffic: None) -> None:

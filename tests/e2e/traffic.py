@@ -10,12 +10,19 @@ from concurrent.futures import ThreadPoolExecutor
 
 
 def complete(
-    base_url: str, model: str, prompt: str, max_tokens: int, timeout: float = 120, temperature: float | None = None
+    base_url: str,
+    model: str,
+    prompt: str,
+    max_tokens: int,
+    timeout: float = 120,
+    temperature: float | None = None,
+    n: int = 1,
 ) -> int:
     """``temperature`` 0 decodes greedily: a tiny random model then falls into short cycles, which
-    n-gram speculative decoding drafts and the model accepts."""
-    fields = {"model": model, "prompt": prompt, "max_tokens": max_tokens}
-    body = json.dumps(fields | ({} if temperature is None else {"temperature": temperature})).encode()
+    n-gram speculative decoding drafts and the model accepts. ``n`` > 1 samples in parallel."""
+    fields: dict[str, object] = {"model": model, "prompt": prompt, "max_tokens": max_tokens}
+    fields |= {} if temperature is None else {"temperature": temperature}
+    body = json.dumps(fields | ({"n": n} if n != 1 else {})).encode()
     req = urllib.request.Request(f"{base_url}/v1/completions", data=body, headers={"Content-Type": "application/json"})
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:

@@ -10508,6 +10508,61 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
+          "description": "A request with n > 1 finishes with its longest sample: that sample's mean generated tokens per model, what vLLM's own dashboard draws as *Max Generation Token in Sequence Group*. Requests with n = 1 are not counted. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate).",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No request with n > 1 (parallel sampling) here",
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 16,
+            "y": 30,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, model_name) (rate(vllm:request_max_num_generation_tokens_sum{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval]))\n/\n(sum by (job, model_name) (rate(vllm:request_max_num_generation_tokens_count{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval])) > 0)",
+              "legendFormat": "{{model_name}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Longest of n parallel samples",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 13,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
           "description": "Where an average request's time goes, per model: waiting in the queue, prefill and decode. Together they approximate the end-to-end latency. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate).",
           "fieldConfig": {
             "defaults": {
@@ -10522,8 +10577,8 @@ local f = import 'lib/format.libsonnet';
           "gridPos": {
             "h": 8,
             "w": 8,
-            "x": 16,
-            "y": 30,
+            "x": 0,
+            "y": 38,
           },
           "options": {
             "legend": {
@@ -10573,7 +10628,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Mean time per request phase",
           "transparent": false,
           "type": "timeseries",
-          "id": 13,
+          "id": 14,
         },
         {
           "collapsed": false,
@@ -10581,9 +10636,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 38,
+            "y": 46,
           },
-          "id": 14,
+          "id": 15,
           "panels": [],
           "title": "Latency per server",
           "type": "row",
@@ -10623,7 +10678,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 0,
-            "y": 39,
+            "y": 47,
           },
           "options": {
             "legend": {
@@ -10655,7 +10710,7 @@ local f = import 'lib/format.libsonnet';
           "title": "E2E latency p95 by instance",
           "transparent": false,
           "type": "timeseries",
-          "id": 15,
+          "id": 16,
         },
         {
           "datasource": {
@@ -10692,7 +10747,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 8,
-            "y": 39,
+            "y": 47,
           },
           "options": {
             "legend": {
@@ -10724,7 +10779,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL p95 by instance",
           "transparent": false,
           "type": "timeseries",
-          "id": 16,
+          "id": 17,
         },
         {
           "datasource": {
@@ -10761,7 +10816,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 39,
+            "y": 47,
           },
           "options": {
             "legend": {
@@ -10793,7 +10848,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Mean queue time by instance",
           "transparent": false,
           "type": "timeseries",
-          "id": 17,
+          "id": 18,
         },
         {
           "collapsed": false,
@@ -10801,9 +10856,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 47,
+            "y": 55,
           },
-          "id": 18,
+          "id": 19,
           "panels": [],
           "title": "API server endpoints",
           "type": "row",
@@ -10828,7 +10883,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 48,
+            "y": 56,
           },
           "options": {
             "legend": {
@@ -10860,7 +10915,7 @@ local f = import 'lib/format.libsonnet';
           "title": "HTTP requests by endpoint",
           "transparent": false,
           "type": "timeseries",
-          "id": 19,
+          "id": 20,
         },
         {
           "datasource": {
@@ -10882,7 +10937,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 48,
+            "y": 56,
           },
           "options": {
             "legend": {
@@ -10914,7 +10969,7 @@ local f = import 'lib/format.libsonnet';
           "title": "HTTP mean duration by endpoint",
           "transparent": false,
           "type": "timeseries",
-          "id": 20,
+          "id": 21,
         },
         {
           "datasource": {
@@ -10975,7 +11030,7 @@ local f = import 'lib/format.libsonnet';
             "h": 6,
             "w": 24,
             "x": 0,
-            "y": 56,
+            "y": 64,
           },
           "options": {
             "cellHeight": "sm",
@@ -11054,7 +11109,7 @@ local f = import 'lib/format.libsonnet';
           ],
           "transparent": false,
           "type": "table",
-          "id": 21,
+          "id": 22,
         },
         {
           "collapsed": false,
@@ -11062,9 +11117,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 62,
+            "y": 70,
           },
-          "id": 22,
+          "id": 23,
           "panels": [],
           "title": "Request stages (from vLLM's spans)",
           "type": "row",
@@ -11090,7 +11145,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 24,
             "x": 0,
-            "y": 63,
+            "y": 71,
           },
           "options": {
             "legend": {
@@ -11149,7 +11204,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Stage time p95 per model",
           "transparent": false,
           "type": "timeseries",
-          "id": 23,
+          "id": 24,
         },
       ],
       "refresh": "30s",

@@ -10255,6 +10255,61 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
+          "description": "A request with n > 1 finishes with its longest sample: that sample's mean generated tokens per model, what vLLM's own dashboard draws as *Max Generation Token in Sequence Group*. Requests with n = 1 are not counted. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate).",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No request with n > 1 (parallel sampling) here",
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 8,
+            "x": 16,
+            "y": 30,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, model_name) (rate(vllm:request_max_num_generation_tokens_sum{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval]))\n/\n(sum by (job, model_name) (rate(vllm:request_max_num_generation_tokens_count{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval])) > 0)",
+              "legendFormat": "{{model_name}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Longest of n parallel samples",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 13,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
           "description": "Where an average request's time goes, per model: waiting in the queue, prefill and decode. Together they approximate the end-to-end latency. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate).",
           "fieldConfig": {
             "defaults": {
@@ -10269,8 +10324,8 @@ local f = import 'lib/format.libsonnet';
           "gridPos": {
             "h": 8,
             "w": 8,
-            "x": 16,
-            "y": 30,
+            "x": 0,
+            "y": 38,
           },
           "options": {
             "legend": {
@@ -10320,7 +10375,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Mean time per request phase",
           "transparent": false,
           "type": "timeseries",
-          "id": 13,
+          "id": 14,
         },
         {
           "collapsed": false,
@@ -10328,9 +10383,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 38,
+            "y": 46,
           },
-          "id": 14,
+          "id": 15,
           "panels": [],
           "title": "Latency per server",
           "type": "row",
@@ -10370,7 +10425,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 0,
-            "y": 39,
+            "y": 47,
           },
           "options": {
             "legend": {
@@ -10402,7 +10457,7 @@ local f = import 'lib/format.libsonnet';
           "title": "E2E latency p95 by instance",
           "transparent": false,
           "type": "timeseries",
-          "id": 15,
+          "id": 16,
         },
         {
           "datasource": {
@@ -10439,7 +10494,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 8,
-            "y": 39,
+            "y": 47,
           },
           "options": {
             "legend": {
@@ -10471,7 +10526,7 @@ local f = import 'lib/format.libsonnet';
           "title": "ITL p95 by instance",
           "transparent": false,
           "type": "timeseries",
-          "id": 16,
+          "id": 17,
         },
         {
           "datasource": {
@@ -10508,7 +10563,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 8,
             "x": 16,
-            "y": 39,
+            "y": 47,
           },
           "options": {
             "legend": {
@@ -10540,7 +10595,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Mean queue time by instance",
           "transparent": false,
           "type": "timeseries",
-          "id": 17,
+          "id": 18,
         },
         {
           "collapsed": false,
@@ -10548,9 +10603,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 47,
+            "y": 55,
           },
-          "id": 18,
+          "id": 19,
           "panels": [],
           "title": "API server endpoints",
           "type": "row",
@@ -10575,7 +10630,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 48,
+            "y": 56,
           },
           "options": {
             "legend": {
@@ -10607,7 +10662,7 @@ local f = import 'lib/format.libsonnet';
           "title": "HTTP requests by endpoint",
           "transparent": false,
           "type": "timeseries",
-          "id": 19,
+          "id": 20,
         },
         {
           "datasource": {
@@ -10629,7 +10684,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 48,
+            "y": 56,
           },
           "options": {
             "legend": {
@@ -10661,7 +10716,7 @@ local f = import 'lib/format.libsonnet';
           "title": "HTTP mean duration by endpoint",
           "transparent": false,
           "type": "timeseries",
-          "id": 20,
+          "id": 21,
         },
         {
           "datasource": {
@@ -10722,7 +10777,7 @@ local f = import 'lib/format.libsonnet';
             "h": 6,
             "w": 24,
             "x": 0,
-            "y": 56,
+            "y": 64,
           },
           "options": {
             "cellHeight": "sm",
@@ -10801,7 +10856,7 @@ local f = import 'lib/format.libsonnet';
           ],
           "transparent": false,
           "type": "table",
-          "id": 21,
+          "id": 22,
         },
         {
           "collapsed": false,
@@ -10809,9 +10864,9 @@ local f = import 'lib/format.libsonnet';
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 62,
+            "y": 70,
           },
-          "id": 22,
+          "id": 23,
           "panels": [],
           "title": "Request stages (from vLLM's spans)",
           "type": "row",
@@ -10837,7 +10892,7 @@ local f = import 'lib/format.libsonnet';
             "h": 8,
             "w": 24,
             "x": 0,
-            "y": 63,
+            "y": 71,
           },
           "options": {
             "legend": {
@@ -10896,7 +10951,7 @@ local f = import 'lib/format.libsonnet';
           "title": "Stage time p95 per model",
           "transparent": false,
           "type": "timeseries",
-          "id": 23,
+          "id": 24,
         },
       ],
       "refresh": "30s",
