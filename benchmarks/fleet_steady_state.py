@@ -111,7 +111,12 @@ def measure_twice(
             rules = times.slowest_rules()  # every rule, slowest first
             points.append(Point(f"{label} ({at})", times.groups(), rules, expression_times(stack.api, exprs)))
             share = sum(g.share for g in points[-1].groups)
-            print(f"measured {label}: all groups {100 * share:.2f} % of their intervals", flush=True)
+            speed = measure.yardstick_seconds(stack.api)
+            print(
+                f"measured {label}: all groups {100 * share:.2f} % of their intervals; one instant read of "
+                f"every GPU ({measure.YARDSTICK}) {speed:.3f} s",
+                flush=True,
+            )
         own = measure.self_metrics(
             stack.api, ("prometheus_rule_group_iterations_missed_total", "prometheus_rule_evaluation_failures_total")
         )

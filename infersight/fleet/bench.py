@@ -55,6 +55,7 @@ class Report:
     baseline_cpu_use: cpu.CpuUse | None = None
     targets_down: int = 0
     slowest_scrape_s: float = 0.0
+    yardstick_s: float = 0.0  # measure.YARDSTICK's median time: the machine's speed during the run
     # Per dashboard range (seconds): every panel's cost over that range, at Grafana's step for it.
     dashboards: dict[float, list[DashboardCost]] = field(default_factory=dict)
     steps: dict[float, float] = field(default_factory=dict)
@@ -151,6 +152,7 @@ def run(
         report.targets_down = len(api.instant("up == 0"))
         slowest = api.instant("max(scrape_duration_seconds)")
         report.slowest_scrape_s = float(slowest[0]["value"][1]) if slowest else 0.0
+        report.yardstick_s = measure.yardstick_seconds(api)
         for range_s in DASHBOARD_RANGES_S if dashboards else ():
             step_s = measure.grafana_step(range_s, scrape_s)
             progress(f"measuring dashboard queries over {range_s / 3600:g}h")
@@ -240,6 +242,8 @@ def render(report: Report) -> str:
         f"capped at {topology.MOE_LAYERS} layers x {topology.MOE_EXPERTS} experts), "
         f"{report.nodes} nodes / {report.gpus} GPUs; measured after {report.waited_s:.0f} s",
         f"scrapes: {report.targets_down} targets down, slowest scrape {report.slowest_scrape_s:.3f} s",
+        f"machine speed: one instant read of every GPU ({measure.YARDSTICK}) took {report.yardstick_s:.3f} s "
+        "(median of 5); compare runs of one size by it",
         "",
         "evaluation time per group: the median (and the longest) of the evaluations seen over the last "
         f"{CPU_WINDOW_S:.0f} s; share = median / interval",

@@ -121,6 +121,19 @@ class RuleTimes:
         return sorted(costs, key=lambda c: -c.seconds)[:count]
 
 
+# One instant read of every GPU's used memory: the unit of work the GPU rules repeat most.
+YARDSTICK = "count(DCGM_FI_DEV_FB_USED)"
+
+
+def yardstick_seconds(api: PrometheusAPI, repeats: int = 5) -> float:
+    """The median evaluation time of YARDSTICK: how fast this Prometheus reads on this machine, now.
+    Between runs at the same fleet size its ratio says how much of a difference in the groups'
+    shares is the machine's speed, which varied about threefold between days here."""
+    params = {"query": YARDSTICK, "stats": "all"}
+    times = [float(api.api("/api/v1/query", params)["stats"]["timings"]["evalTotalTime"]) for _ in range(repeats)]
+    return statistics.median(times)
+
+
 def unhealthy_rules(api: PrometheusAPI) -> list[str]:
     """'group/rule: error' for every rule whose last evaluation failed (or never ran)."""
     return [

@@ -131,3 +131,10 @@ def test_how_far_back_a_rule_reads_adds_ranges_offsets_and_subqueries() -> None:
         'increase(a{job="x"}[1h] offset 5m) > on (u) b offset 2h or max_over_time(rate(c[5m])[30m:1m] offset 10m) or a'
     )
     assert back == {"a": 3900.0, "b": 7200.0, "c": 2700.0}
+
+
+def test_the_machine_speed_is_printed_beside_the_fleet() -> None:
+    report = _report()
+    report.yardstick_s = 0.0142
+    text = bench.render(report)
+    assert "machine speed: one instant read of every GPU (count(DCGM_FI_DEV_FB_USED)) took 0.014 s" in text
