@@ -35,7 +35,7 @@ from infersight.interrupts import Terminated, interrupts_raise, signal_of
 WINDOW = Duration.parse("4m")
 SAMPLE_EVERY_S = 10.0
 REPEATS = 5  # each expression is timed this often, interleaved; the median is printed
-SLOWEST_RULES = 25  # where the groups' time goes, at both points
+SLOWEST_RULES = 25  # where the groups' time goes: the slowest at steady state, with their early cost
 
 
 @dataclass(frozen=True)
@@ -61,11 +61,10 @@ def rule_times(api: measure.PrometheusAPI, seconds: float) -> measure.RuleTimes:
 def expression_times(api: measure.PrometheusAPI, exprs: dict[str, str]) -> dict[str, tuple[float, int]]:
     seconds: dict[str, list[float]] = {k: [] for k in exprs}
     samples: dict[str, int] = {}
-    for _ in range(REPEATS):
+    for _ in range(REPEATS):  # interleaved, so that a slow moment weighs on every expression alike
         for name, expr in exprs.items():
-            data = api.api("/api/v1/query", {"query": expr, "stats": "all"})
-            seconds[name].append(float(data["stats"]["timings"]["evalTotalTime"]))
-            samples[name] = int(data["stats"]["samples"]["totalQueryableSamples"])
+            took, samples[name] = measure.instant_cost(api, expr)
+            seconds[name].append(took)
     return {k: (statistics.median(v), samples[k]) for k, v in seconds.items()}
 
 
@@ -112,9 +111,10 @@ def measure_twice(
             points.append(Point(f"{label} ({at})", times.groups(), rules, expression_times(stack.api, exprs)))
             share = sum(g.share for g in points[-1].groups)
             speed = measure.yardstick_seconds(stack.api)
+            took = "did not answer" if speed is None else f"{speed:.3f} s"
             print(
                 f"measured {label}: all groups {100 * share:.2f} % of their intervals; one instant read of "
-                f"every GPU ({measure.YARDSTICK}) {speed:.3f} s",
+                f"every GPU ({measure.YARDSTICK}) {took}",
                 flush=True,
             )
         own = measure.self_metrics(

@@ -17,12 +17,15 @@ import argparse
 import re
 import sys
 import tarfile
+import zlib
 from pathlib import Path
+
+from infersight.output import write_atomic
 
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE = REPO / "tests" / "data" / "reference"
 NAME = re.compile(r"""["'](vllm:[a-z0-9_]+)["']""")
-SDIST = re.compile(r"vllm-(\d+\.\d+\.\d+)")
+SDIST = re.compile(r"vllm-(\d[0-9A-Za-z.+-]*)")  # any release: 0.34.0, 0.10.1.1, 0.9.0.post1
 
 
 def source_names(sdist: Path) -> tuple[str, list[str]]:
@@ -40,14 +43,14 @@ def source_names(sdist: Path) -> tuple[str, list[str]]:
             if f is not None:
                 names.update(NAME.findall(f.read().decode("utf-8", errors="replace")))
     if not version:
-        raise ValueError(f"{sdist}: not a vLLM sdist (no top folder vllm-<major.minor.patch>)")
+        raise ValueError(f"{sdist}: not a vLLM sdist (its files are not under a folder vllm-<version>)")
     return version, sorted(names)
 
 
 def render(version: str, names: list[str]) -> str:
     header = (
         f'# Metric names vLLM {version}\'s source declares: every complete "vllm:<name>" string literal\n'
-        "# in the package's modules (vllm/**/*.py) of its sdist on PyPI. Counters are declared without\n"
+        "# in the package's modules (vllm/**/*.py) of its sdist on PyPI. Most counters are declared without\n"
         "# the _total that a scrape adds. scripts/list_vllm_release_metric_names.py\n"
     )
     return header + "".join(f"{n}\n" for n in names)
@@ -60,8 +63,12 @@ def main() -> int:
     args = parser.parse_args()
     try:
         version, names = source_names(args.sdist)
-    except (OSError, tarfile.TarError, ValueError) as exc:
-        print(f"error: {args.sdist}: {exc}" if not isinstance(exc, ValueError) else f"error: {exc}", file=sys.stderr)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    # A missing, truncated or corrupt download: named, not a traceback.
+    except (OSError, EOFError, zlib.error, tarfile.TarError) as exc:
+        print(f"error: {args.sdist}: not a readable .tar.gz ({exc or type(exc).__name__})", file=sys.stderr)
         return 2
     out = REFERENCE / f"vllm-{version}-source-metric-names.txt"
     text = render(version, names)
@@ -69,9 +76,11 @@ def main() -> int:
         same = out.is_file() and out.read_text() == text
         print(f"{out.relative_to(REPO)}: {'unchanged' if same else 'differs'} ({len(names)} names)")
         return 0 if same else 1
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(text)
-    tmp.replace(out)
+    try:
+        write_atomic(out, text)
+    except OSError as exc:
+        print(f"error: cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     print(f"wrote {out.relative_to(REPO)}: {len(names)} names")
     return 0
 

@@ -173,16 +173,6 @@ def _shape(cfg: Config) -> Section:
                 width=8,
             ),
             timeseries(
-                "Longest of n parallel samples",
-                "A request with n > 1 finishes with its longest sample: that sample's mean generated tokens per "
-                "model, what vLLM's own dashboard draws as *Max Generation Token in Sequence Group*. "
-                f"Requests with n = 1 are not counted. {_RAW}",
-                "short",
-                [Query(_raw_mean(cfg, LONGEST_SAMPLE_TOKENS, model), "{{model_name}}")],
-                width=8,
-                no_value="No request with n > 1 (parallel sampling) here",
-            ),
-            timeseries(
                 "Mean time per request phase",
                 "Where an average request's time goes, per model: waiting in the queue, prefill and decode. "
                 f"Together they approximate the end-to-end latency. {_RAW}",
@@ -196,6 +186,16 @@ def _shape(cfg: Config) -> Section:
                     )
                 ],
                 width=8,
+            ),
+            timeseries(
+                "Longest of n parallel samples",
+                "Per model, over the requests that asked for n > 1 samples: the mean generated tokens of each "
+                "request's longest sample, which its end-to-end latency waits for. vLLM's own dashboard draws "
+                f"this family as *Max Generation Token in Sequence Group*. {_RAW}",
+                "short",
+                [Query(_raw_mean(cfg, LONGEST_SAMPLE_TOKENS, model), "{{model_name}}")],
+                width=24,
+                no_value="No request with n > 1 (parallel sampling) here",
             ),
         ],
     )

@@ -20,7 +20,8 @@ from infersight.traces.attributes import REQUEST_SPAN
 
 # The span resource attribute that carries each label the links can pass on.
 RESOURCE_ATTRIBUTES = {"model_name": "service.name", "instance": "service.instance.id"}
-TITLE = "Traces of this model and instance"
+# The link's title names what it searches by.
+TITLES = {("model_name",): "Traces of this model", ("model_name", "instance"): "Traces of this model and instance"}
 Source = Literal["series", "row"]  # a timeseries' clicked series, or a table's clicked row
 
 
@@ -78,4 +79,4 @@ def links(cfg: Config, labels: Sequence[str], source: Source) -> list[dashboard_
     for k in labels:
         url = url.replace(_token(k), grafana_variable(k, source))
     url = url.replace("INFERSIGHTFROM", "${__from}").replace("INFERSIGHTTO", "${__to}")
-    return [dashboard_builders.DashboardLink(TITLE).url(url).target_blank(True)]
+    return [dashboard_builders.DashboardLink(TITLES[tuple(labels)]).url(url).target_blank(True)]

@@ -55,7 +55,7 @@ class Report:
     baseline_cpu_use: cpu.CpuUse | None = None
     targets_down: int = 0
     slowest_scrape_s: float = 0.0
-    yardstick_s: float = 0.0  # measure.YARDSTICK's median time: the machine's speed during the run
+    yardstick_s: float | None = None  # measure.YARDSTICK's median time: the machine's speed during the run
     # Per dashboard range (seconds): every panel's cost over that range, at Grafana's step for it.
     dashboards: dict[float, list[DashboardCost]] = field(default_factory=dict)
     steps: dict[float, float] = field(default_factory=dict)
@@ -235,6 +235,16 @@ def dashboard_costs(
 # --- printing -----------------------------------------------------------------------------------
 
 
+def _speed_line(yardstick_s: float | None) -> str:
+    what = f"one instant read of every GPU ({measure.YARDSTICK})"
+    if yardstick_s is None:
+        return f"machine speed: not measured ({what} did not answer)"
+    return (
+        f"machine speed: {what} took {yardstick_s:.3f} s (median of {measure.YARDSTICK_READS}); "
+        "compare runs of one size by it"
+    )
+
+
 def render(report: Report) -> str:
     lines = [
         f"machine: {report.machine}",
@@ -242,8 +252,7 @@ def render(report: Report) -> str:
         f"capped at {topology.MOE_LAYERS} layers x {topology.MOE_EXPERTS} experts), "
         f"{report.nodes} nodes / {report.gpus} GPUs; measured after {report.waited_s:.0f} s",
         f"scrapes: {report.targets_down} targets down, slowest scrape {report.slowest_scrape_s:.3f} s",
-        f"machine speed: one instant read of every GPU ({measure.YARDSTICK}) took {report.yardstick_s:.3f} s "
-        "(median of 5); compare runs of one size by it",
+        _speed_line(report.yardstick_s),
         "",
         "evaluation time per group: the median (and the longest) of the evaluations seen over the last "
         f"{CPU_WINDOW_S:.0f} s; share = median / interval",

@@ -134,7 +134,6 @@ def test_how_far_back_a_rule_reads_adds_ranges_offsets_and_subqueries() -> None:
 
 
 def test_the_machine_speed_is_printed_beside_the_fleet() -> None:
-    report = _report()
-    report.yardstick_s = 0.0142
-    text = bench.render(report)
+    text = bench.render(_report(yardstick_s=0.0142))
     assert "machine speed: one instant read of every GPU (count(DCGM_FI_DEV_FB_USED)) took 0.014 s" in text
+    assert "machine speed: not measured" in bench.render(_report(yardstick_s=None))

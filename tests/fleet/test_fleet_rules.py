@@ -97,7 +97,8 @@ def test_rule_times_keep_one_time_per_evaluation_and_take_the_median(fleet: Flee
         assert 0 < g.seconds <= g.max_s, g
     slowest = times.slowest_rules(3)
     assert len(slowest) == 3 and slowest[0].seconds >= slowest[-1].seconds > 0
-    assert 0 < measure.yardstick_seconds(fleet.api) < 30  # the fleet's GPUs are there to be read
+    speed = measure.yardstick_seconds(fleet.api)  # the fleet's GPUs are there to be read
+    assert speed is not None and 0 < speed < 30
 
 
 def _flag_gated() -> set[str]:

@@ -79,6 +79,8 @@ def test_latency_panels_and_the_instances_table_link_to_tempo_for_the_clicked_mo
         if per_instance or panel["type"] == "table":
             expected += f' && resource.service.instance.id = "{INSTANCE}"'
         assert query["queryType"] == "traceql" and query["query"] == expected + " }", title
+        (link,) = panel["fieldConfig"]["defaults"]["links"]
+        assert link["title"] == "Traces of this model" + (" and instance" if expected.count("&&") == 2 else "")
         assert "traces" in panel["description"]
 
 

@@ -1,6 +1,7 @@
 """promtool unit tests of the recordings over vLLM's newer families (speculative decoding, waiting
 by reason, cached prompt tokens by source, KV block residency, MFU) against the production build,
-and proof that they can fail: recordings that miss a server's second engine break them."""
+and proof that they can fail: recordings that miss a server's second engine break the spec-decode
+and waiting-by-reason cases (the others are held by their exact values alone)."""
 
 from __future__ import annotations
 

@@ -4519,7 +4519,7 @@ local f = import 'lib/format.libsonnet';
                   "placement": "inControlsMenu",
                   "tags": [],
                   "targetBlank": true,
-                  "title": "Traces of this model and instance",
+                  "title": "Traces of this model",
                   "tooltip": "",
                   "type": "link",
                   "url": "/explore?schemaVersion=1&orgId=1&panes=%7B%22traces%22%3A%7B%22datasource%22%3A%22tempo%22%2C%22queries%22%3A%5B%7B%22refId%22%3A%22A%22%2C%22datasource%22%3A%7B%22type%22%3A%22tempo%22%2C%22uid%22%3A%22tempo%22%7D%2C%22queryType%22%3A%22traceql%22%2C%22query%22%3A%22%7B%20name%20%3D%20%5C%22llm_request%5C%22%20%26%26%20resource.service.name%20%3D%20%5C%22${__field.labels.model_name:percentencode}%5C%22%20%7D%22%7D%5D%2C%22range%22%3A%7B%22from%22%3A%22${__from}%22%2C%22to%22%3A%22${__to}%22%7D%7D%7D",
@@ -4606,7 +4606,7 @@ local f = import 'lib/format.libsonnet';
                   "placement": "inControlsMenu",
                   "tags": [],
                   "targetBlank": true,
-                  "title": "Traces of this model and instance",
+                  "title": "Traces of this model",
                   "tooltip": "",
                   "type": "link",
                   "url": "/explore?schemaVersion=1&orgId=1&panes=%7B%22traces%22%3A%7B%22datasource%22%3A%22tempo%22%2C%22queries%22%3A%5B%7B%22refId%22%3A%22A%22%2C%22datasource%22%3A%7B%22type%22%3A%22tempo%22%2C%22uid%22%3A%22tempo%22%7D%2C%22queryType%22%3A%22traceql%22%2C%22query%22%3A%22%7B%20name%20%3D%20%5C%22llm_request%5C%22%20%26%26%20resource.service.name%20%3D%20%5C%22${__field.labels.model_name:percentencode}%5C%22%20%7D%22%7D%5D%2C%22range%22%3A%7B%22from%22%3A%22${__from}%22%2C%22to%22%3A%22${__to}%22%7D%7D%7D",
@@ -4693,7 +4693,7 @@ local f = import 'lib/format.libsonnet';
                   "placement": "inControlsMenu",
                   "tags": [],
                   "targetBlank": true,
-                  "title": "Traces of this model and instance",
+                  "title": "Traces of this model",
                   "tooltip": "",
                   "type": "link",
                   "url": "/explore?schemaVersion=1&orgId=1&panes=%7B%22traces%22%3A%7B%22datasource%22%3A%22tempo%22%2C%22queries%22%3A%5B%7B%22refId%22%3A%22A%22%2C%22datasource%22%3A%7B%22type%22%3A%22tempo%22%2C%22uid%22%3A%22tempo%22%7D%2C%22queryType%22%3A%22traceql%22%2C%22query%22%3A%22%7B%20name%20%3D%20%5C%22llm_request%5C%22%20%26%26%20resource.service.name%20%3D%20%5C%22${__field.labels.model_name:percentencode}%5C%22%20%7D%22%7D%5D%2C%22range%22%3A%7B%22from%22%3A%22${__from}%22%2C%22to%22%3A%22${__to}%22%7D%7D%7D",
@@ -7848,7 +7848,7 @@ local f = import 'lib/format.libsonnet';
                   "placement": "inControlsMenu",
                   "tags": [],
                   "targetBlank": true,
-                  "title": "Traces of this model and instance",
+                  "title": "Traces of this model",
                   "tooltip": "",
                   "type": "link",
                   "url": "/explore?schemaVersion=1&orgId=1&panes=%7B%22traces%22%3A%7B%22datasource%22%3A%22tempo%22%2C%22queries%22%3A%5B%7B%22refId%22%3A%22A%22%2C%22datasource%22%3A%7B%22type%22%3A%22tempo%22%2C%22uid%22%3A%22tempo%22%7D%2C%22queryType%22%3A%22traceql%22%2C%22query%22%3A%22%7B%20name%20%3D%20%5C%22llm_request%5C%22%20%26%26%20resource.service.name%20%3D%20%5C%22${__field.labels.model_name:percentencode}%5C%22%20%7D%22%7D%5D%2C%22range%22%3A%7B%22from%22%3A%22${__from}%22%2C%22to%22%3A%22${__to}%22%7D%7D%7D",
@@ -7935,7 +7935,7 @@ local f = import 'lib/format.libsonnet';
                   "placement": "inControlsMenu",
                   "tags": [],
                   "targetBlank": true,
-                  "title": "Traces of this model and instance",
+                  "title": "Traces of this model",
                   "tooltip": "",
                   "type": "link",
                   "url": "/explore?schemaVersion=1&orgId=1&panes=%7B%22traces%22%3A%7B%22datasource%22%3A%22tempo%22%2C%22queries%22%3A%5B%7B%22refId%22%3A%22A%22%2C%22datasource%22%3A%7B%22type%22%3A%22tempo%22%2C%22uid%22%3A%22tempo%22%7D%2C%22queryType%22%3A%22traceql%22%2C%22query%22%3A%22%7B%20name%20%3D%20%5C%22llm_request%5C%22%20%26%26%20resource.service.name%20%3D%20%5C%22${__field.labels.model_name:percentencode}%5C%22%20%7D%22%7D%5D%2C%22range%22%3A%7B%22from%22%3A%22${__from}%22%2C%22to%22%3A%22${__to}%22%7D%7D%7D",
@@ -8022,7 +8022,7 @@ local f = import 'lib/format.libsonnet';
                   "placement": "inControlsMenu",
                   "tags": [],
                   "targetBlank": true,
-                  "title": "Traces of this model and instance",
+                  "title": "Traces of this model",
                   "tooltip": "",
                   "type": "link",
                   "url": "/explore?schemaVersion=1&orgId=1&panes=%7B%22traces%22%3A%7B%22datasource%22%3A%22tempo%22%2C%22queries%22%3A%5B%7B%22refId%22%3A%22A%22%2C%22datasource%22%3A%7B%22type%22%3A%22tempo%22%2C%22uid%22%3A%22tempo%22%7D%2C%22queryType%22%3A%22traceql%22%2C%22query%22%3A%22%7B%20name%20%3D%20%5C%22llm_request%5C%22%20%26%26%20resource.service.name%20%3D%20%5C%22${__field.labels.model_name:percentencode}%5C%22%20%7D%22%7D%5D%2C%22range%22%3A%7B%22from%22%3A%22${__from}%22%2C%22to%22%3A%22${__to}%22%7D%7D%7D",
@@ -10508,61 +10508,6 @@ local f = import 'lib/format.libsonnet';
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "A request with n > 1 finishes with its longest sample: that sample's mean generated tokens per model, what vLLM's own dashboard draws as *Max Generation Token in Sequence Group*. Requests with n = 1 are not counted. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate).",
-          "fieldConfig": {
-            "defaults": {
-              "custom": {
-                "fillOpacity": 10,
-              },
-              "min": 0,
-              "noValue": "No request with n > 1 (parallel sampling) here",
-              "unit": "short",
-            },
-            "overrides": [],
-          },
-          "gridPos": {
-            "h": 8,
-            "w": 8,
-            "x": 16,
-            "y": 30,
-          },
-          "options": {
-            "legend": {
-              "calcs": [
-                "lastNotNull",
-                "max",
-              ],
-              "displayMode": "table",
-              "placement": "bottom",
-              "showLegend": true,
-            },
-            "tooltip": {
-              "mode": "single",
-              "sort": "asc",
-            },
-          },
-          "repeatDirection": "h",
-          "targets": [
-            {
-              "datasource": {
-                "type": "prometheus",
-                "uid": "${datasource}",
-              },
-              "expr": "sum by (job, model_name) (rate(vllm:request_max_num_generation_tokens_sum{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval]))\n/\n(sum by (job, model_name) (rate(vllm:request_max_num_generation_tokens_count{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval])) > 0)",
-              "legendFormat": "{{model_name}}",
-              "refId": "A",
-            },
-          ],
-          "title": "Longest of n parallel samples",
-          "transparent": false,
-          "type": "timeseries",
-          "id": 13,
-        },
-        {
-          "datasource": {
-            "type": "prometheus",
-            "uid": "${datasource}",
-          },
           "description": "Where an average request's time goes, per model: waiting in the queue, prefill and decode. Together they approximate the end-to-end latency. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate).",
           "fieldConfig": {
             "defaults": {
@@ -10577,8 +10522,8 @@ local f = import 'lib/format.libsonnet';
           "gridPos": {
             "h": 8,
             "w": 8,
-            "x": 0,
-            "y": 38,
+            "x": 16,
+            "y": 30,
           },
           "options": {
             "legend": {
@@ -10626,6 +10571,61 @@ local f = import 'lib/format.libsonnet';
             },
           ],
           "title": "Mean time per request phase",
+          "transparent": false,
+          "type": "timeseries",
+          "id": 13,
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Per model, over the requests that asked for n > 1 samples: the mean generated tokens of each request's longest sample, which its end-to-end latency waits for. vLLM's own dashboard draws this family as *Max Generation Token in Sequence Group*. Read from vLLM's raw histogram (not recorded: this dashboard is opened to investigate).",
+          "fieldConfig": {
+            "defaults": {
+              "custom": {
+                "fillOpacity": 10,
+              },
+              "min": 0,
+              "noValue": "No request with n > 1 (parallel sampling) here",
+              "unit": "short",
+            },
+            "overrides": [],
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 24,
+            "x": 0,
+            "y": 38,
+          },
+          "options": {
+            "legend": {
+              "calcs": [
+                "lastNotNull",
+                "max",
+              ],
+              "displayMode": "table",
+              "placement": "bottom",
+              "showLegend": true,
+            },
+            "tooltip": {
+              "mode": "single",
+              "sort": "asc",
+            },
+          },
+          "repeatDirection": "h",
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (job, model_name) (rate(vllm:request_max_num_generation_tokens_sum{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval]))\n/\n(sum by (job, model_name) (rate(vllm:request_max_num_generation_tokens_count{" + f.matchers($._config["selectors.vllm"]) + ", job=~\"$job\", model_name=~\"$model_name\", instance=~\"$instance\"}[$__rate_interval])) > 0)",
+              "legendFormat": "{{model_name}}",
+              "refId": "A",
+            },
+          ],
+          "title": "Longest of n parallel samples",
           "transparent": false,
           "type": "timeseries",
           "id": 14,
