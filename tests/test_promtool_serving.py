@@ -68,6 +68,12 @@ def test_outlier_replica_passes_promtool_unit_tests(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_a_replica_that_completes_in_bursts_is_still_judged(tmp_path: Path) -> None:
+    # Failed before the alert judged replicas by the requests they start: got nothing at 40m.
+    result = promtool_test(OUTLIER_FILE.with_name("outlier_bursty.test.yaml"), tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 @pytest.mark.parametrize(
     ("override", "broken_case"),
     [

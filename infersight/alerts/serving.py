@@ -11,6 +11,8 @@ from infersight.recording_rules import kv_cache as kv_rules
 from infersight.recording_rules import serving as serving_rules
 from infersight.rules import Alert, RuleGroup
 
+TTFT = "vllm:time_to_first_token_seconds"
+
 TARGET_DOWN = "InfersightVLLMTargetDown"
 NO_TARGETS = "InfersightVLLMNoTargets"
 METRICS_ABSENT = "InfersightVLLMMetricsAbsent"
@@ -187,7 +189,7 @@ def outlier_signals(cfg: Config, itl_window: str = "") -> list[tuple[str, str, f
     return [
         (
             "ttft_p99",
-            conventions.quantile(cfg, "vllm:time_to_first_token_seconds", "instance", 0.99),
+            conventions.quantile(cfg, TTFT, "instance", 0.99),
             a.min_ttft_seconds,
         ),
         ("queue_p95", conventions.quantile(cfg, kv_rules.QUEUE_TIME, "instance", 0.95), a.min_queue_seconds),
@@ -195,10 +197,19 @@ def outlier_signals(cfg: Config, itl_window: str = "") -> list[tuple[str, str, f
     ]
 
 
-def replicas_judged(cfg: Config) -> str:
-    """The replicas with enough traffic to judge: their request rate, per (job, instance, model_name)."""
+def replicas_judged(cfg: Config, window: str = "") -> str:
+    """The replicas with enough traffic to judge, per (job, instance, model_name): the rate of the
+    requests they started (a first token: the TTFT histogram's count), not of those they finished.
+    A replica slow enough finishes its requests in bursts, and judged by completions it would leave
+    the comparison in every window without one, so the for: would never pass while it is at its
+    worst (seen on a slow VM: 0 to 23 completions per window while it streamed every request).
+    A dashboard passes ``$__rate_interval`` as the window."""
     a = cfg.alerts.serving.outlier_replica
-    return f"{serving_rules.requests(cfg)} > {num(a.min_requests_per_second)}"
+    matchers = [*cfg.selectors.vllm, 'le="+Inf"']
+    started = promql.sum_by(
+        conventions.INSTANCE, promql.rate(TTFT, window or cfg.scaled(cfg.intervals.rate), matchers, "_bucket")
+    )
+    return f"{started} > {num(a.min_requests_per_second)}"
 
 
 def _outlier_replica(cfg: Config) -> Alert:

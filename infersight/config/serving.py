@@ -216,7 +216,7 @@ class OutlierReplicaAlert(AlertRule):
     factor: float = Field(default=2.0, gt=1)  # slower than this many times the peers' median
     # A median of two is their mean: it cannot tell which one is slow. Three replicas at least.
     min_replicas: int = Field(default=3, ge=3, le=1_000_000)  # past any fleet, within what a rule prints plainly
-    # Per replica: fewer requests make its p99 the latency of one or two requests.
+    # Per replica, requests started (first token): fewer make its p99 the latency of one or two.
     min_requests_per_second: NonNegative = 0.1
     # Below these a replica is not slow enough to matter, however it compares with fast peers.
     min_ttft_seconds: NonNegative = 0.5

@@ -373,7 +373,7 @@ def _instances(cfg: Config) -> Section:
     """vLLM's own "Instances" view, with each replica's latency against its model's median: the
     outlier-replica alert's comparison, coloured where the alert would count it."""
     a = cfg.alerts.serving.outlier_replica
-    judged = serving_alerts.replicas_judged(cfg)
+    judged = serving_alerts.replicas_judged(cfg, "$__rate_interval")
     engines = promql.agg("count", conventions.INSTANCE, _selected(serving_rules.KV_USAGE_ENGINE))
     columns = [
         Column(engines, "engines", "short"),
@@ -409,7 +409,7 @@ def _instances(cfg: Config) -> Section:
             table(
                 "Instances",
                 "One row per vLLM server: its engines, traffic and latency, each latency over the median of "
-                f"its model's replicas with traffic (over {a.min_requests_per_second:g} requests/s), then its "
+                f"its model's replicas with traffic (over {a.min_requests_per_second:g} requests/s started), then its "
                 "running and waiting requests, its fullest engine's KV cache, preemptions and the API "
                 "server's uptime (a restart shows as a short uptime). Red from "
                 f"{a.factor:g}x the median: the outlier-replica alert fires when that lasts {a.for_} and the model "
