@@ -11,8 +11,6 @@ from infersight.recording_rules import kv_cache as kv_rules
 from infersight.recording_rules import serving as serving_rules
 from infersight.rules import Alert, RuleGroup
 
-TTFT = "vllm:time_to_first_token_seconds"
-
 TARGET_DOWN = "InfersightVLLMTargetDown"
 NO_TARGETS = "InfersightVLLMNoTargets"
 METRICS_ABSENT = "InfersightVLLMMetricsAbsent"
@@ -189,7 +187,7 @@ def outlier_signals(cfg: Config, itl_window: str = "") -> list[tuple[str, str, f
     return [
         (
             "ttft_p99",
-            conventions.quantile(cfg, TTFT, "instance", 0.99),
+            conventions.quantile(cfg, serving_rules.TTFT, "instance", 0.99),
             a.min_ttft_seconds,
         ),
         ("queue_p95", conventions.quantile(cfg, kv_rules.QUEUE_TIME, "instance", 0.95), a.min_queue_seconds),
@@ -206,9 +204,8 @@ def replicas_judged(cfg: Config, window: str = "") -> str:
     A dashboard passes ``$__rate_interval`` as the window."""
     a = cfg.alerts.serving.outlier_replica
     matchers = [*cfg.selectors.vllm, 'le="+Inf"']
-    started = promql.sum_by(
-        conventions.INSTANCE, promql.rate(TTFT, window or cfg.scaled(cfg.intervals.rate), matchers, "_bucket")
-    )
+    window = window or str(cfg.scaled(cfg.intervals.rate))
+    started = promql.sum_by(conventions.INSTANCE, promql.rate(serving_rules.TTFT, window, matchers, "_bucket"))
     return f"{started} > {num(a.min_requests_per_second)}"
 
 

@@ -43,5 +43,10 @@ class PanelFamilies:
 
     def of(self, panel: Mapping[str, Any]) -> set[str]:
         """The scraped families the panel's queries read."""
-        exprs = [t["expr"] for t in panel.get("targets", []) or [] if t.get("expr")]
-        return {f for e in exprs for n in metric_names(substitute(e)) if n for f in self._raw(n)}
+        return {f for n in query_names(panel) for f in self._raw(n)}
+
+
+def query_names(panel: Mapping[str, Any]) -> set[str]:
+    """The metric names a panel's queries select, Grafana's variables filled in."""
+    exprs = [t["expr"] for t in panel.get("targets", []) or [] if t.get("expr")]
+    return {n for e in exprs for n in metric_names(substitute(e)) if n}

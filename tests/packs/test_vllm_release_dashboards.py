@@ -14,8 +14,7 @@ import pytest
 
 from infersight import bundle
 from infersight.config import Config
-from infersight.lint import metric_names, substitute
-from tests.packs.panel_families import PanelFamilies, family, panels
+from tests.packs.panel_families import PanelFamilies, family, panels, query_names
 
 UPSTREAM = Path(__file__).parents[1] / "data" / "upstream" / "vllm-0.34.0"
 
@@ -27,8 +26,7 @@ def upstream_panels() -> dict[str, set[str]]:
     for path in sorted(UPSTREAM.glob("*.json")):
         board = json.loads(path.read_text())
         for p in panels(board):
-            exprs = [t["expr"] for t in p.get("targets", []) if t.get("expr")]
-            names = {family(n) for e in exprs for n in metric_names(substitute(e)) if n and n.startswith("vllm:")}
+            names = {family(n) for n in query_names(p) if n.startswith("vllm:")}
             if names:
                 out[f"{board['title']} / {p['title'].strip()}"] = names
     return out
