@@ -302,10 +302,8 @@ def _idle(cfg: Config) -> Alert:
         f"* on (job, instance) group_left ({gpu_rules.WORKLOAD_LABEL})\n"
         f"{gpu_rules.WORKLOAD_MAP}"
     )
-    idle = promql.agg(
-        "max",
-        (gpu_rules.WORKLOAD_LABEL,),
-        gpu_rules.over_time(cfg, "max_over_time", gpu_rules.UTIL, cfg.intervals.rate),
+    idle = gpu_rules.by_workload(
+        cfg, "max", gpu_rules.over_time(cfg, "max_over_time", gpu_rules.UTIL, cfg.intervals.rate, raw=True)
     )
     expr = f"(\n{waiting}\n) >= {num(a.min_waiting)}\nand {_BY_WORKLOAD}\n{idle} < {num(a.util_ratio)}"
     return tuned_alert(

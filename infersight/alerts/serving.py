@@ -195,18 +195,15 @@ def outlier_signals(cfg: Config, itl_window: str = "") -> list[tuple[str, str, f
     ]
 
 
-def replicas_judged(cfg: Config, window: str = "") -> str:
+def replicas_judged(cfg: Config) -> str:
     """The replicas with enough traffic to judge, per (job, instance, model_name): the rate of the
-    requests they started (a first token: the TTFT histogram's count), not of those they finished.
-    A replica slow enough finishes its requests in bursts, and judged by completions it would leave
-    the comparison in every window without one, so the for: would never pass while it is at its
-    worst (seen on a slow VM: 0 to 23 completions per window while it streamed every request).
-    A dashboard passes ``$__rate_interval`` as the window."""
+    requests they started (a first token), not of those they finished. A replica slow enough
+    finishes its requests in bursts, and judged by completions it would leave the comparison in
+    every window without one, so the for: would never pass while it is at its worst (seen on a
+    slow VM: 0 to 23 completions per window while it streamed every request). Read from a
+    recording: the alert uses it about nine times per evaluation."""
     a = cfg.alerts.serving.outlier_replica
-    matchers = [*cfg.selectors.vllm, 'le="+Inf"']
-    window = window or str(cfg.scaled(cfg.intervals.rate))
-    started = promql.sum_by(conventions.INSTANCE, promql.rate(serving_rules.TTFT, window, matchers, "_bucket"))
-    return f"{started} > {num(a.min_requests_per_second)}"
+    return f"{serving_rules.requests_started(cfg)} > {num(a.min_requests_per_second)}"
 
 
 def _outlier_replica(cfg: Config) -> Alert:

@@ -373,7 +373,7 @@ def _instances(cfg: Config) -> Section:
     """vLLM's own "Instances" view, with each replica's latency against its model's median: the
     outlier-replica alert's comparison, coloured where the alert would count it."""
     a = cfg.alerts.serving.outlier_replica
-    judged = serving_alerts.replicas_judged(cfg, "$__rate_interval")
+    judged = serving_alerts.replicas_judged(cfg)
     engines = promql.agg("count", conventions.INSTANCE, _selected(serving_rules.KV_USAGE_ENGINE))
     columns = [
         Column(engines, "engines", "short"),

@@ -174,6 +174,15 @@ def normalise(cfg: Config, expr: str) -> str:
     return with_workload(with_host(cfg, expr), [p.gpu for p in join.pod_labels], HOST_LABEL, join.host_regex)
 
 
+def by_workload(cfg: Config, op: str, raw_expr: str) -> str:
+    """``op`` of a raw per-GPU expression per join key. It aggregates by the labels the key is
+    made of before it normalises, so the label work is per pod (or host), not per GPU: an
+    engine's GPUs share a pod, and the idle alert reads every GPU every 30 s."""
+    join = cfg.gpu.join
+    parts = ("job", *join.gpu_host_labels, *(p.gpu for p in join.pod_labels))
+    return promql.agg(op, (WORKLOAD_LABEL,), normalise(cfg, promql.agg(op, parts, raw_expr)))
+
+
 def _maybe(cfg: Config, expr: str, raw: bool) -> str:
     return expr if raw else normalise(cfg, expr)
 

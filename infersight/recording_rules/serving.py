@@ -50,6 +50,12 @@ def requests(cfg: Config, level: str = "instance") -> str:
     return record_name(level, "vllm:requests", op_rate(cfg))
 
 
+def requests_started(cfg: Config) -> str:
+    """Per instance: requests that got a first token per second (the TTFT histogram's count). The
+    outlier-replica alert judges replicas by it, about nine times per evaluation."""
+    return record_name("instance", "vllm:requests_started", op_rate(cfg))
+
+
 def error_ratio(cfg: Config, level: str = "instance") -> str:
     return record_name(level, "vllm:request_errors", "ratio_" + op_rate(cfg))
 
@@ -253,6 +259,9 @@ def _golden_rules(cfg: Config) -> list[RecordingRule | Alert]:
         RecordingRule(requests_by_reason(cfg), promql.sum_by((*MODEL, "finished_reason"), success)),
         RecordingRule(requests(cfg), promql.sum_by(INSTANCE, success)),
         RecordingRule(requests(cfg, "model"), promql.sum_by(MODEL, promql.recorded(requests(cfg)))),
+        RecordingRule(
+            requests_started(cfg), promql.sum_by(INSTANCE, promql.rate(TTFT, w, [*sel, 'le="+Inf"'], "_bucket"))
+        ),
         RecordingRule(
             error_ratio(cfg),
             promql.ratio(

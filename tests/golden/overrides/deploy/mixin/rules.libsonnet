@@ -638,6 +638,10 @@ local f = import 'lib/format.libsonnet';
         "interval": f.duration($._config["intervals.dashboard_evaluation"]),
         "rules": [
           {
+            "record": "instance:vllm_requests_started:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, instance, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=\"+Inf\"}[" + f.duration($._config["intervals.rate"]) + "]))",
+          },
+          {
             "record": "instance:vllm_num_preemptions:rate" + f.duration($._config["intervals.rate"]),
             "expr": "sum by (job, instance, model_name) (rate(vllm:num_preemptions_total{" + f.matchers($._config["selectors.vllm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]))",
           },

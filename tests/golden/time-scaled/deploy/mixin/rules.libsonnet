@@ -569,6 +569,10 @@ local f = import 'lib/format.libsonnet';
         "interval": "1s",
         "rules": [
           {
+            "record": "instance:vllm_requests_started:rate" + f.duration($._config["intervals.rate"]),
+            "expr": "sum by (job, instance, model_name) (rate(vllm:time_to_first_token_seconds_bucket{" + f.matchers($._config["selectors.vllm"]) + ", le=\"+Inf\"}[5s]))",
+          },
+          {
             "record": "instance:vllm_num_preemptions:rate" + f.duration($._config["intervals.rate"]),
             "expr": "sum by (job, instance, model_name) (rate(vllm:num_preemptions_total{" + f.matchers($._config["selectors.vllm"]) + "}[5s]))",
           },
