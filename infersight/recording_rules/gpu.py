@@ -11,8 +11,9 @@ can ask about "the engines on this GPU" with ``on (infersight_workload)``.
 Levels. Nothing is recorded per GPU: a GPU's raw series are already one series per GPU, and
 copies of them would add about as many series as the fleet's GPUs expose (docs/scale.md). Alerts
 and the per-node drill-down read the raw series through :func:`per_gpu`, which applies the same
-normalisation and units. The one exception: :data:`GPU_THROTTLED` has a series only while a
-GPU is throttled. What is recorded is ``node`` (per ``Hostname``: the fleet view of the GPU
+normalisation and units. The exceptions have a series only while something is wrong:
+:data:`GPU_THROTTLED` while a GPU is throttled, :func:`gpu_uncorrectable` while its
+uncorrectable-error count rises. What is recorded is ``node`` (per ``Hostname``: the fleet view of the GPU
 dashboard) and ``workload`` (the vLLM engines sharing a join key). DCGM reports memory in MiB,
 clocks in MHz and utilization in percent; the expressions give bytes, hertz and 0-1 ratios.
 """
@@ -116,6 +117,16 @@ ECC_COUNTERS = (
     ("sbe", "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL"),
     ("remapped_rows_uncorrectable", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"),
 )
+# The counters the ECC alert reads: data in memory may be corrupt.
+UNCORRECTABLE_COUNTERS = ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS")
+# How far back a device's count is compared when its series is new (its pod replaced).
+ECC_RECENT = Duration.parse("10m")
+
+
+def gpu_uncorrectable(cfg: Config) -> str:
+    """Per GPU, the uncorrectable errors that appeared over ``intervals.rate``; see
+    :func:`uncorrectable_errors`."""
+    return conventions.record_name("gpu", "dcgm_uncorrectable_errors", f"increase{cfg.intervals.rate}")
 
 
 def workload_requests(cfg: Config) -> str:
@@ -308,6 +319,29 @@ def ecc_rate(cfg: Config, matchers: Sequence[str] = (), window: str = "", raw: b
     return _maybe(cfg, "(\n" + "\nor\n".join(parts) + "\n)", raw)
 
 
+def uncorrectable_errors(cfg: Config) -> str:
+    """Raw, per GPU series: the double-bit ECC errors or uncorrectably remapped rows that appeared
+    over ``intervals.rate``, with no series while there are none. What :func:`gpu_uncorrectable`
+    records. The ECC alert holds each for its window (1 h) with max_over_time over this sparse
+    series: an increase() of every GPU's two counters over the whole window, at every evaluation,
+    was the costliest GPU rule at 1,000 engines (docs/scale.md). increase() counts across a
+    driver reload's reset. The second clause compares the count now against the device's count
+    ECC_RECENT ago: dcgm-exporter labels a GPU's series with its pod, and a double-bit error
+    usually ends the pod, so the error may first show on the next pod's series, which increase()
+    reads as flat."""
+    w = cfg.scaled(cfg.intervals.rate)
+
+    def rose_on_the_gpu(metric: str) -> str:
+        before = promql.agg("max", DEVICE, promql.offset(metric, cfg.scaled(ECC_RECENT), cfg.selectors.dcgm))
+        return f"({dcgm(cfg, metric)} - on ({', '.join(DEVICE)}) group_left {before}) > 0"
+
+    parts = [
+        f"{promql.range_fn('increase', metric, w, cfg.selectors.dcgm)} > 0\nor\n{rose_on_the_gpu(metric)}"
+        for metric in UNCORRECTABLE_COUNTERS
+    ]
+    return "(\n" + "\nor\n".join(parts) + "\n)"
+
+
 # --- rules ------------------------------------------------------------------------------------
 
 
@@ -355,6 +389,11 @@ def _throttle_rules(cfg: Config) -> list[RecordingRule]:
     ]
 
 
+def _error_rules(cfg: Config) -> list[RecordingRule]:
+    """Sparse per-GPU records of memory errors, read by the ECC alert."""
+    return [RecordingRule(gpu_uncorrectable(cfg), uncorrectable_errors(cfg))]
+
+
 def _per_workload(op: str, expr: str) -> str:
     """Aggregate per-instance vLLM series by the join key of their (job, instance)."""
     return promql.agg(
@@ -384,4 +423,5 @@ def groups(cfg: Config) -> list[RuleGroup]:
         RuleGroup("infersight-gpu-slow.rules", cfg.scaled(cfg.intervals.slow_evaluation), tuple(_slow_node_rules(cfg))),
         RuleGroup("infersight-gpu-workload.rules", interval, tuple(_workload_rules(cfg))),
         RuleGroup("infersight-gpu-throttle.rules", interval, tuple(_throttle_rules(cfg)), every_evaluation=True),
+        RuleGroup("infersight-gpu-errors.rules", interval, tuple(_error_rules(cfg))),
     ]

@@ -80,16 +80,20 @@ def test_memory_is_read_in_bytes_from_mib() -> None:
 
 def test_nothing_is_recorded_per_gpu() -> None:
     """Fleet scale: a per-GPU copy of every field would add as many series as the GPUs expose
-    (docs/scale.md). Recordings are per node (Hostname) or per vLLM workload; the one per-GPU
-    recording has a series only while a GPU is throttled (the mask filtered before any arithmetic,
-    and each reason's result a filter), and its evaluation counter is one series."""
+    (docs/scale.md). Recordings are per node (Hostname) or per vLLM workload; the per-GPU
+    recordings have a series only while a GPU is throttled (the mask filtered before any arithmetic,
+    and each reason's result a filter) or while its uncorrectable-error count rises (each clause a
+    filter), and the throttle evaluation counter is one series."""
     rules = {r["record"]: r["expr"] for r in _rules(FILES, "recording_rules/gpu.yaml")}
     levels = {name.split(":")[0] for name in rules}
     assert levels == {"node", "workload", "instance", "gpu", "infersight"}
     assert [name for name in rules if name.split(":")[0] in ("gpu", "infersight")] == [
         "gpu:dcgm_clock_throttle:active",
         "infersight:dcgm_clock_throttle_evaluations:count",
+        "gpu:dcgm_uncorrectable_errors:increase5m",
     ]
+    errors = rules["gpu:dcgm_uncorrectable_errors:increase5m"].strip("()\n").split("\nor\n")
+    assert len(errors) == 4 and all(clause.endswith(" > 0") for clause in errors)
     throttled = rules["gpu:dcgm_clock_throttle:active"]
     mask = 'DCGM_FI_DEV_CLOCKS_EVENT_REASONS{job="dcgm-exporter"}) >= 4)'
     assert throttled.count(mask) == throttled.count("DCGM_FI_DEV_CLOCKS_EVENT_REASONS") == 4

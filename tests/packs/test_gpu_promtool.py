@@ -40,6 +40,8 @@ def test_gpu_alerts_pass_promtool_unit_tests(tmp_path: Path) -> None:
         ("predicted OOM fires when free memory trends to zero", {"alerts": {"predicted_oom": {"within": "2h"}}}),
         ("XID error fires on a new code", {"alerts": {"xid": {"window": "5m"}}}),
         ("ECC double-bit errors", {"alerts": {"ecc_double_bit": {"for": "10m"}}}),
+        # an error seen only on the new pod's series no longer counts at 125m
+        ("an XID or a double-bit error that takes the pod down", {"alerts": {"ecc_double_bit": {"window": "30m"}}}),
         ("throttling for thermal reasons and for a power cap", {"alerts": {"throttling": {"power_ratio": 1.0}}}),
         # a limit of 500 of 700 W (71 %) no longer counts as lowered below 70 %
         (

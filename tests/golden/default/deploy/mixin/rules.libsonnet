@@ -103,6 +103,16 @@ local f = import 'lib/format.libsonnet';
         ],
       },
       {
+        "name": "infersight-gpu-errors.rules",
+        "interval": f.duration($._config["intervals.evaluation"]),
+        "rules": [
+          {
+            "record": "gpu:dcgm_uncorrectable_errors:increase" + f.duration($._config["intervals.rate"]),
+            "expr": "(\nincrease(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{" + f.matchers($._config["selectors.dcgm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]) > 0\nor\n(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{" + f.matchers($._config["selectors.dcgm"]) + "} - on (UUID, GPU_I_ID) group_left max by (UUID, GPU_I_ID) (DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{" + f.matchers($._config["selectors.dcgm"]) + "} offset 10m)) > 0\nor\n(increase(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS{" + f.matchers($._config["selectors.dcgm"]) + "}[" + f.duration($._config["intervals.rate"]) + "]) or increase(DCGM_FI_DEV_ROW_REMAP_UNCORRECTABLE_TOTAL{" + f.matchers($._config["selectors.dcgm"]) + "}[" + f.duration($._config["intervals.rate"]) + "])) > 0\nor\n((DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS{" + f.matchers($._config["selectors.dcgm"]) + "} or DCGM_FI_DEV_ROW_REMAP_UNCORRECTABLE_TOTAL{" + f.matchers($._config["selectors.dcgm"]) + "}) - on (UUID, GPU_I_ID) group_left max by (UUID, GPU_I_ID) ((DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS{" + f.matchers($._config["selectors.dcgm"]) + "} offset 10m or DCGM_FI_DEV_ROW_REMAP_UNCORRECTABLE_TOTAL{" + f.matchers($._config["selectors.dcgm"]) + "} offset 10m))) > 0\n)",
+          },
+        ],
+      },
+      {
         "name": "infersight-kv-cache.rules",
         "interval": f.duration($._config["intervals.evaluation"]),
         "rules": [
