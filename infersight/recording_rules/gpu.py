@@ -117,8 +117,8 @@ ECC_COUNTERS = (
     ("sbe", "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL"),
     ("remapped_rows_uncorrectable", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"),
 )
-# The counters the ECC alert reads: data in memory may be corrupt.
-UNCORRECTABLE_COUNTERS = ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS")
+# The counters the ECC alert reads (all but the corrected errors): data in memory may be corrupt.
+UNCORRECTABLE_COUNTERS = tuple(metric for kind, metric in ECC_COUNTERS if kind != "sbe")
 # How far back a device's count is compared when its series is new (its pod replaced).
 ECC_RECENT = Duration.parse("10m")
 
